@@ -1,0 +1,27 @@
+# Compile options for gpulimit's own targets. Third-party code is never built
+# with these: link `gpulimit::warnings` only from targets we own.
+
+add_library(gpulimit_warnings INTERFACE)
+add_library(gpulimit::warnings ALIAS gpulimit_warnings)
+target_compile_options(gpulimit_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+  -Wformat=2 -Wimplicit-fallthrough -Werror)
+
+# GPULIMIT_SANITIZE applies to everything we build, so that a sanitized test
+# binary and the sanitized libraries it loads agree on the runtime.
+if(GPULIMIT_SANITIZE)
+  set(_gpulimit_known_sanitizers address undefined thread leak)
+  string(REPLACE "," ";" _gpulimit_sanitizers "${GPULIMIT_SANITIZE}")
+  foreach(_s IN LISTS _gpulimit_sanitizers)
+    if(NOT _s IN_LIST _gpulimit_known_sanitizers)
+      message(FATAL_ERROR "GPULIMIT_SANITIZE: unknown sanitizer '${_s}' "
+                          "(known: ${_gpulimit_known_sanitizers})")
+    endif()
+  endforeach()
+  if("thread" IN_LIST _gpulimit_sanitizers AND "address" IN_LIST _gpulimit_sanitizers)
+    message(FATAL_ERROR "GPULIMIT_SANITIZE: 'thread' cannot be combined with 'address'")
+  endif()
+  add_compile_options(-fsanitize=${GPULIMIT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${GPULIMIT_SANITIZE})
+  message(STATUS "gpulimit: sanitizers ${GPULIMIT_SANITIZE}")
+endif()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpulimit builds and tests with. Idempotent: a
+# package already installed is left alone, and apt is not touched at all when
+# nothing is missing. Runs apt-get through sudo when not root.
+set -euo pipefail
+
+packages=(
+  build-essential  # g++ (C++20), make
+  cmake
+  ninja-build
+  pkg-config
+  clang-format
+  libboost-dev     # Boost.Interprocess (header-only)
+  libspdlog-dev
+  libfmt-dev
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  libcli11-dev     # command-line parsing
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  sudo=()
+  if ((EUID != 0)); then sudo=(sudo); fi
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [[ ! -x /usr/local/cuda/bin/nvcc || ! -f /usr/local/cuda/include/cuda.h ]]; then
+  echo "install-deps: warning: no CUDA toolkit at /usr/local/cuda (nvcc, cuda.h);" \
+       "install NVIDIA's CUDA toolkit 12 or 13 there before building" >&2
+fi
