@@ -1,0 +1,229 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace fakecuda {
+namespace {
+
+// One row per variable: the whole surface of the simulator's configuration.
+//   FAKECUDA_DEVICES         number of devices (0..16)                  1
+//   FAKECUDA_MEM             memory per device, or a comma list          16G
+//   FAKECUDA_SMS             SM count per device, or a comma list        132
+//   FAKECUDA_CTX_MEM         device memory one context takes             256M
+//   FAKECUDA_CC              compute capability                          9.0
+//   FAKECUDA_NAME            device name                                 FakeCUDA Simulated GPU
+//   FAKECUDA_DRIVER_VERSION  cuDriverGetVersion (1000*major + 10*minor)  13000
+//   FAKECUDA_STATE           shared state file /dev/shm/fakecuda-<uid>.state FAKECUDA_TRACE append
+//   one line per executed kernel here    (off) FAKECUDA_KERNEL_NS       duration of kernels without
+//   a duration arg  10000
+constexpr uint32_t kDefaultDevices = 1;
+constexpr uint64_t kDefaultMem = 16ull << 30;
+constexpr uint32_t kDefaultSms = 132;
+constexpr uint64_t kDefaultContextMem = 256ull << 20;
+constexpr uint32_t kDefaultDriverVersion = 13000;
+constexpr uint64_t kDefaultKernelNs = 10000;
+constexpr const char* kDefaultName = "FakeCUDA Simulated GPU";
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return (value && *value) ? value : nullptr;
+}
+
+bool parse_uint(const std::string& text, uint64_t& out) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  out = value;
+  return true;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+// A per-device value: one value for all devices, or one per device.
+template <typename Parse>
+bool per_device(const char* var, uint32_t count, std::string& error, Parse parse) {
+  const char* raw = env(var);
+  if (!raw) return true;
+  std::vector<std::string> parts = split(raw, ',');
+  if (parts.size() != 1 && parts.size() != count) {
+    error = std::string(var) + "=" + raw + ": give one value or one per device (" +
+            std::to_string(count) + ")";
+    return false;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string& part = parts.size() == 1 ? parts[0] : parts[i];
+    if (!parse(i, part)) {
+      error = std::string(var) + "=" + raw + ": '" + part + "' is not a valid value";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool MachineConfig::operator==(const MachineConfig& other) const {
+  return std::memcmp(this, &other, sizeof(*this)) == 0;
+}
+
+bool parse_size(const std::string& text, uint64_t& out) {
+  if (text.empty()) return false;
+  uint64_t shift = 0;
+  std::string digits = text;
+  switch (text.back()) {
+    case 'K':
+    case 'k':
+      shift = 10;
+      break;
+    case 'M':
+    case 'm':
+      shift = 20;
+      break;
+    case 'G':
+    case 'g':
+      shift = 30;
+      break;
+    case 'T':
+    case 't':
+      shift = 40;
+      break;
+    default:
+      break;
+  }
+  if (shift) digits.pop_back();
+  uint64_t value = 0;
+  if (!parse_uint(digits, value)) return false;
+  if (shift && value > (~0ull >> shift)) return false;
+  out = value << shift;
+  return true;
+}
+
+std::string format_uuid(const char (&uuid)[16]) {
+  char text[64];
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid);
+  std::snprintf(text, sizeof(text),
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return text;
+}
+
+bool load_config(Config& out, std::string& error) {
+  Config config;
+  MachineConfig& m = config.machine;
+
+  uint64_t count = kDefaultDevices;
+  if (const char* raw = env("FAKECUDA_DEVICES");
+      raw && (!parse_uint(raw, count) || count > kMaxDevices)) {
+    error = std::string("FAKECUDA_DEVICES=") + raw + ": expected a number from 0 to " +
+            std::to_string(kMaxDevices);
+    return false;
+  }
+  m.device_count = static_cast<uint32_t>(count);
+
+  uint64_t driver_version = kDefaultDriverVersion;
+  if (const char* raw = env("FAKECUDA_DRIVER_VERSION");
+      raw &&
+      (!parse_uint(raw, driver_version) || driver_version < 1000 || driver_version > 99990)) {
+    error = std::string("FAKECUDA_DRIVER_VERSION=") + raw + ": expected e.g. 13000 for CUDA 13.0";
+    return false;
+  }
+  m.driver_version = static_cast<uint32_t>(driver_version);
+
+  uint64_t context_mem = kDefaultContextMem;
+  if (const char* raw = env("FAKECUDA_CTX_MEM"); raw && !parse_size(raw, context_mem)) {
+    error = std::string("FAKECUDA_CTX_MEM=") + raw + ": expected a size such as 256M";
+    return false;
+  }
+
+  uint32_t cc_major = 9, cc_minor = 0;
+  if (const char* raw = env("FAKECUDA_CC")) {
+    unsigned major = 0, minor = 0;
+    char tail = 0;
+    if (std::sscanf(raw, "%u.%u%c", &major, &minor, &tail) != 2 || major < 3 || major > 20 ||
+        minor > 9) {
+      error = std::string("FAKECUDA_CC=") + raw + ": expected MAJOR.MINOR such as 9.0";
+      return false;
+    }
+    cc_major = major;
+    cc_minor = minor;
+  }
+  const char* name = env("FAKECUDA_NAME");
+  if (!name) name = kDefaultName;
+
+  for (uint32_t i = 0; i < m.device_count; ++i) {
+    DeviceConfig& d = m.devices[i];
+    d.total_mem = kDefaultMem;
+    d.context_mem = context_mem;
+    d.sm_count = kDefaultSms;
+    d.cc_major = cc_major;
+    d.cc_minor = cc_minor;
+    d.clock_khz = 1980000;
+    std::snprintf(d.name, sizeof(d.name), "%s", name);
+    // A fixed, recognisable UUID per index: fa4ec0da-... ending in the index.
+    const unsigned char base[16] = {0xfa, 0x4e, 0xc0, 0xda, 0x00, 0x00, 0x40, 0x00,
+                                    0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    std::memcpy(d.uuid, base, sizeof(base));
+    d.uuid[15] = static_cast<char>(i);
+  }
+  auto parse_mem = [&](uint32_t i, const std::string& part) {
+    uint64_t bytes = 0;
+    if (!parse_size(part, bytes) || bytes < (64ull << 20)) return false;
+    m.devices[i].total_mem = bytes;
+    return true;
+  };
+  auto parse_sms = [&](uint32_t i, const std::string& part) {
+    uint64_t sms = 0;
+    if (!parse_uint(part, sms) || sms == 0 || sms > 1024) return false;
+    m.devices[i].sm_count = static_cast<uint32_t>(sms);
+    return true;
+  };
+  if (!per_device("FAKECUDA_MEM", m.device_count, error, parse_mem)) return false;
+  if (!per_device("FAKECUDA_SMS", m.device_count, error, parse_sms)) return false;
+  for (uint32_t i = 0; i < m.device_count; ++i) {
+    if (m.devices[i].context_mem >= m.devices[i].total_mem) {
+      error = "FAKECUDA_CTX_MEM must be smaller than the device memory";
+      return false;
+    }
+  }
+
+  ProcessOptions& p = config.process;
+  if (const char* raw = env("FAKECUDA_STATE")) {
+    p.state_path = raw;
+  } else {
+    const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    p.state_path = std::string(dir) + "/fakecuda-" + std::to_string(getuid()) + ".state";
+  }
+  if (const char* raw = env("FAKECUDA_TRACE")) p.trace_path = raw;
+  p.default_kernel_ns = kDefaultKernelNs;
+  if (const char* raw = env("FAKECUDA_KERNEL_NS"); raw && !parse_uint(raw, p.default_kernel_ns)) {
+    error = std::string("FAKECUDA_KERNEL_NS=") + raw + ": expected nanoseconds";
+    return false;
+  }
+  if (const char* raw = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    p.visible_devices = raw;
+    p.visible_devices_set = true;
+  }
+  out = config;
+  return true;
+}
+
+}  // namespace fakecuda

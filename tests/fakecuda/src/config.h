@@ -1,0 +1,59 @@
+// The simulated machine: what the environment asks for (FAKECUDA_*), parsed
+// once per process. Every process attached to one state file must ask for the
+// same machine; see SharedState::open.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fakecuda {
+
+inline constexpr uint32_t kMaxDevices = 16;
+
+struct DeviceConfig {
+  uint64_t total_mem = 0;    // bytes of device memory
+  uint64_t context_mem = 0;  // bytes a new context takes from the device
+  uint32_t sm_count = 0;
+  uint32_t cc_major = 0;
+  uint32_t cc_minor = 0;
+  uint32_t clock_khz = 0;
+  char name[64] = {};
+  char uuid[16] = {};  // derived from the index; stable across runs
+};
+
+// Fixed-width and trivially copyable: it is stored in the shared state file
+// and compared byte for byte between processes.
+struct MachineConfig {
+  uint32_t device_count = 0;
+  uint32_t driver_version = 0;  // what cuDriverGetVersion reports
+  DeviceConfig devices[kMaxDevices];
+
+  bool operator==(const MachineConfig& other) const;
+};
+
+// Per-process options that do not describe the machine.
+struct ProcessOptions {
+  std::string state_path;          // FAKECUDA_STATE
+  std::string trace_path;          // FAKECUDA_TRACE ("" = off)
+  uint64_t default_kernel_ns = 0;  // FAKECUDA_KERNEL_NS
+  std::string visible_devices;     // CUDA_VISIBLE_DEVICES (raw)
+  bool visible_devices_set = false;
+};
+
+struct Config {
+  MachineConfig machine;
+  ProcessOptions process;
+};
+
+// Reads FAKECUDA_* from the environment. On a malformed value returns false
+// and sets `error` to one line naming the variable.
+bool load_config(Config& out, std::string& error);
+
+// "16G", "512M", "1.5G" is refused: whole numbers with an optional K/M/G/T
+// (binary) suffix, or plain bytes.
+bool parse_size(const std::string& text, uint64_t& out);
+
+// Formats a UUID the way NVML and nvidia-smi print it: GPU-xxxxxxxx-xxxx-...
+std::string format_uuid(const char (&uuid)[16]);
+
+}  // namespace fakecuda

@@ -1,0 +1,110 @@
+// Entry-point lookup: cuGetProcAddress and _v2 answer from the table in
+// entry_points.inc, one row per exported variant:
+//   FAKECUDA_ENTRY(base name, exported symbol, CUDA version, stream suffix)
+// Each row is checked at compile time against cudaTypedefs.h: the symbol's
+// type must be PFN_<base>_v<version><suffix>, the toolkit's own record of
+// which variant a version means.
+#include <cudaTypedefs.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "driver.h"
+
+using namespace fakecuda;
+
+namespace {
+
+enum class StreamKind { kLegacy, kPerThread };
+
+struct EntryPoint {
+  const char* base;
+  int version;
+  StreamKind stream;
+  void* fn;
+};
+
+#define FAKECUDA_STREAM_KIND_ StreamKind::kLegacy
+#define FAKECUDA_STREAM_KIND__ptsz StreamKind::kPerThread
+#define FAKECUDA_STREAM_KIND__ptds StreamKind::kPerThread
+
+#define FAKECUDA_ENTRY(base, symbol, version, suffix)                               \
+  static_assert(std::is_same_v<decltype(&symbol), PFN_##base##_v##version##suffix>, \
+                #symbol " is not the variant PFN_" #base "_v" #version #suffix " names");
+#include "entry_points.inc"
+#undef FAKECUDA_ENTRY
+
+const EntryPoint kEntryPoints[] = {
+#define FAKECUDA_ENTRY(base, symbol, version, suffix) \
+  {#base, version, FAKECUDA_STREAM_KIND_##suffix, reinterpret_cast<void*>(&symbol)},
+#include "entry_points.inc"
+#undef FAKECUDA_ENTRY
+};
+
+CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                          CUdriverProcAddressQueryResult* status) {
+  FAKECUDA_REQUIRE(symbol && pfn, CUDA_ERROR_INVALID_VALUE);
+  constexpr cuuint64_t kKnownFlags =
+      CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  FAKECUDA_REQUIRE((flags & ~kKnownFlags) == 0, CUDA_ERROR_INVALID_VALUE);
+  *pfn = nullptr;
+  int driver_version = 0;
+  cuDriverGetVersion(&driver_version);
+  if (version > driver_version) return CUDA_ERROR_INVALID_VALUE;
+  // Without a flag, the legacy default stream (this library is not built
+  // with per-thread default streams).
+  const bool per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  const EntryPoint* best = nullptr;
+  bool known = false;
+  for (const EntryPoint& e : kEntryPoints) {
+    if (std::strcmp(e.base, symbol) != 0) continue;
+    known = true;
+    if (e.version > version) continue;
+    if (e.stream == StreamKind::kPerThread && !per_thread) continue;
+    // The newest variant the caller's version allows; a per-thread variant
+    // wins over the legacy one of the same ABI when per-thread is asked for.
+    if (!best || e.version > best->version ||
+        (e.version == best->version && e.stream == StreamKind::kPerThread))
+      best = &e;
+  }
+  if (status)
+    *status = best    ? CU_GET_PROC_ADDRESS_SUCCESS
+              : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (best) *pfn = best->fn;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+FAKECUDA_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                             cuuint64_t flags,
+                                             CUdriverProcAddressQueryResult* symbolStatus) {
+  return get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+FAKECUDA_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                          cuuint64_t flags) {
+  return get_proc_address(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+// The private tables of the real driver (used by cudart, cuBLAS, cuDNN) do not
+// exist here. One table is known, so that tests can check an interposer hands
+// the call through untouched: the UUID below answers with kTestExportTable.
+namespace {
+constexpr unsigned char kTestTableId[16] = {'f', 'a', 'k', 'e', 'c', 'u', 'd', 'a',
+                                            '-', 't', 'e', 's', 't', '-', '0', '1'};
+const void* const kTestExportTable[] = {reinterpret_cast<const void*>(sizeof(void*) * 2),
+                                        reinterpret_cast<const void*>(&cuGetProcAddress_v2)};
+}  // namespace
+
+FAKECUDA_EXPORT CUresult cuGetExportTable(const void** ppExportTable,
+                                          const CUuuid* pExportTableId) {
+  FAKECUDA_REQUIRE(ppExportTable && pExportTableId, CUDA_ERROR_INVALID_VALUE);
+  if (std::memcmp(pExportTableId->bytes, kTestTableId, sizeof(kTestTableId)) == 0) {
+    *ppExportTable = kTestExportTable;
+    return CUDA_SUCCESS;
+  }
+  *ppExportTable = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,739 @@
+// CUDA graphs, built explicitly or by stream capture, and graph memory.
+// Launching an executable graph enqueues its nodes' ops in a topological
+// order on the stream: each kernel still occupies the device on its own.
+#include "graph.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <set>
+
+#include "context.h"
+#include "launch.h"
+#include "memory.h"
+#include "stream.h"
+
+using namespace fakecuda;
+
+struct CUgraphNode_st {
+  uint32_t magic;
+  CUgraph_st* graph;
+  CUgraphNodeType type;
+  std::vector<CUgraphNode_st*> deps;
+  fakecuda::Op op;  // kernel, host and copy nodes
+  // Memory nodes
+  CUdeviceptr dptr;
+  size_t bytes;
+  int ordinal;
+  uint32_t physical;
+};
+
+struct CUgraph_st {
+  uint32_t magic;
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+};
+
+struct CUgraphExec_st {
+  uint32_t magic;
+  std::vector<CUgraphNode_st> order;  // copies, in a topological order
+  uint64_t alloc_bytes[kMaxDevices];  // graph memory one launch allocates, per ordinal
+};
+
+namespace {
+
+// Per ordinal: graph memory of this process (the real driver keeps one
+// graph memory pool per device).
+struct GraphPool {
+  uint64_t reserved = 0;   // charged to the device
+  uint64_t used = 0;       // allocated by executed alloc nodes and not yet freed
+  uint64_t committed = 0;  // promised to launched graphs whose alloc nodes have not run
+  uint64_t reserved_high = 0;
+  uint64_t used_high = 0;
+};
+
+std::vector<GraphPool>& graph_pools() {
+  static auto* pools = new std::vector<GraphPool>(kMaxDevices);
+  return *pools;
+}
+
+// Address of every alloc node → its size, so that frees find their node.
+std::map<CUdeviceptr, size_t>& graph_addresses() {
+  static auto* addresses = new std::map<CUdeviceptr, size_t>();
+  return *addresses;
+}
+
+std::vector<Capture*>& active_captures() {
+  static auto* captures = new std::vector<Capture*>();
+  return *captures;
+}
+
+CUstreamCaptureMode& thread_capture_mode() {
+  thread_local CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  return mode;
+}
+
+uint64_t next_capture_id = 1;
+
+CUgraph_st* new_graph() {
+  auto* g = new CUgraph_st{kGraphMagic, {}};
+  Driver::get().live.insert(g);
+  return g;
+}
+
+CUgraphNode_st* add_node(CUgraph_st* graph, CUgraphNodeType type,
+                         std::vector<CUgraphNode_st*> deps) {
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->magic = kGraphNodeMagic;
+  node->graph = graph;
+  node->type = type;
+  node->deps = std::move(deps);
+  CUgraphNode_st* raw = node.get();
+  graph->nodes.push_back(std::move(node));
+  Driver::get().live.insert(raw);
+  return raw;
+}
+
+CUresult checked_deps(CUgraph_st* graph, const CUgraphNode* deps, size_t count,
+                      std::vector<CUgraphNode_st*>* out) {
+  FAKECUDA_REQUIRE(count == 0 || deps, CUDA_ERROR_INVALID_VALUE);
+  for (size_t i = 0; i < count; ++i) {
+    FAKECUDA_REQUIRE(Driver::get().is_live(deps[i], kGraphNodeMagic) && deps[i]->graph == graph,
+                     CUDA_ERROR_INVALID_VALUE);
+    out->push_back(deps[i]);
+  }
+  return CUDA_SUCCESS;
+}
+
+void destroy_graph_locked(CUgraph_st* graph) {
+  Driver& d = Driver::get();
+  for (auto& node : graph->nodes)
+    d.live.erase(node.get());
+  d.live.erase(graph);
+  delete graph;
+}
+
+// Ends `capture` for all its streams and forgets it.
+void end_capture_locked(Capture* capture) {
+  for (CUstream_st* s : capture->streams) {
+    if (s->capture != capture) continue;
+    s->capture = nullptr;
+    s->capture_tail.clear();
+  }
+  auto& active = active_captures();
+  active.erase(std::remove(active.begin(), active.end(), capture), active.end());
+  delete capture;
+}
+
+bool prohibits_unsafe_calls(const Capture* capture) {
+  if (capture->invalidated) return false;
+  const CUstreamCaptureMode thread_mode = thread_capture_mode();
+  if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return false;
+  if (capture->thread == std::this_thread::get_id())
+    return capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+  return thread_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+         capture->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+
+CUresult begin_capture(CUstream handle, CUstreamCaptureMode mode, DefaultStream stream_mode) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                       mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ||
+                       mode == CU_STREAM_CAPTURE_MODE_RELAXED,
+                   CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  CUstream_st* s = nullptr;
+  if (CUresult r = resolve_stream(handle, stream_mode, &s); r != CUDA_SUCCESS) return r;
+  FAKECUDA_REQUIRE(s->kind != CUstream_st::Kind::kLegacy, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  FAKECUDA_REQUIRE(!s->capture, CUDA_ERROR_ILLEGAL_STATE);
+  auto* capture =
+      new Capture{new_graph(), mode, s, std::this_thread::get_id(), next_capture_id++, false, {s}};
+  s->capture = capture;
+  s->capture_tail.clear();
+  active_captures().push_back(capture);
+  return CUDA_SUCCESS;
+}
+
+// Nodes reachable backwards from `from`, `from` included.
+std::set<const CUgraphNode_st*> ancestors(const std::vector<CUgraphNode_st*>& from) {
+  std::set<const CUgraphNode_st*> seen;
+  std::vector<const CUgraphNode_st*> todo(from.begin(), from.end());
+  while (!todo.empty()) {
+    const CUgraphNode_st* n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (const CUgraphNode_st* dep : n->deps)
+      todo.push_back(dep);
+  }
+  return seen;
+}
+
+CUresult end_capture(CUstream handle, CUgraph* out, DefaultStream stream_mode) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  CUstream_st* s = nullptr;
+  if (CUresult r = resolve_stream(handle, stream_mode, &s); r != CUDA_SUCCESS) return r;
+  Capture* capture = s->capture;
+  FAKECUDA_REQUIRE(capture, CUDA_ERROR_ILLEGAL_STATE);
+  FAKECUDA_REQUIRE(capture->origin == s, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+  if (capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+      capture->thread != std::this_thread::get_id())
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  *out = nullptr;
+  CUgraph_st* graph = capture->graph;
+  CUresult result = CUDA_SUCCESS;
+  if (capture->invalidated) {
+    result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else {
+    // Every stream that forked from the origin must have joined back.
+    const auto joined = ancestors(s->capture_tail);
+    for (CUstream_st* other : capture->streams) {
+      if (other == s || other->capture != capture) continue;
+      for (const CUgraphNode_st* tail : other->capture_tail)
+        if (!joined.count(tail)) result = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    }
+  }
+  end_capture_locked(capture);
+  if (result != CUDA_SUCCESS) {
+    destroy_graph_locked(graph);
+    return result;
+  }
+  *out = graph;
+  return CUDA_SUCCESS;
+}
+
+CUresult capture_status(CUstream handle, DefaultStream mode, CUstreamCaptureStatus* status,
+                        CUstream_st** out) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(status, CUDA_ERROR_INVALID_VALUE);
+  CUstream_st* s = nullptr;
+  if (CUresult r = resolve_stream(handle, mode, &s); r != CUDA_SUCCESS) return r;
+  if (s->kind == CUstream_st::Kind::kLegacy)
+    if (CUresult r = check_legacy_use_locked(s); r != CUDA_SUCCESS) return r;
+  *status = !s->capture               ? CU_STREAM_CAPTURE_STATUS_NONE
+            : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult is_capturing(CUstream handle, CUstreamCaptureStatus* status, DefaultStream mode) {
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUstream_st* s = nullptr;
+  return capture_status(handle, mode, status, &s);
+}
+
+CUresult capture_info(CUstream handle, CUstreamCaptureStatus* status, cuuint64_t* id,
+                      CUgraph* graph, const CUgraphNode** deps, const CUgraphEdgeData** edges,
+                      size_t* count, DefaultStream mode) {
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUstream_st* s = nullptr;
+  if (CUresult r = capture_status(handle, mode, status, &s); r != CUDA_SUCCESS) return r;
+  const bool active = *status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (id && active) *id = s->capture->id;
+  if (graph) *graph = active ? s->capture->graph : nullptr;
+  if (deps) *deps = active ? s->capture_tail.data() : nullptr;
+  if (edges) *edges = nullptr;
+  if (count) *count = active ? s->capture_tail.size() : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult instantiate(CUgraphExec* out, CUgraph graph) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  auto exec = std::make_unique<CUgraphExec_st>();
+  exec->magic = kGraphExecMagic;
+  std::fill(std::begin(exec->alloc_bytes), std::end(exec->alloc_bytes), 0);
+  // Kahn's algorithm, stable in creation order.
+  std::set<const CUgraphNode_st*> done;
+  while (done.size() < graph->nodes.size()) {
+    bool progress = false;
+    for (auto& node : graph->nodes) {
+      if (done.count(node.get())) continue;
+      bool ready = std::all_of(node->deps.begin(), node->deps.end(),
+                               [&](const CUgraphNode_st* dep) { return done.count(dep) > 0; });
+      if (!ready) continue;
+      exec->order.push_back(*node);
+      if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+        exec->alloc_bytes[node->ordinal] += node->bytes;
+      done.insert(node.get());
+      progress = true;
+    }
+    FAKECUDA_REQUIRE(progress, CUDA_ERROR_INVALID_VALUE);
+  }
+  d.live.insert(exec.get());
+  *out = exec.release();
+  return CUDA_SUCCESS;
+}
+
+Op node_op(const CUgraphNode_st& node) {
+  if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+    Allocation a;
+    a.base = node.dptr;
+    a.size = node.bytes;
+    a.physical = node.physical;
+    a.ordinal = node.ordinal;
+    a.kind = AllocationKind::kGraph;
+    return action_op([a](uint64_t) {
+      GraphPool& pool = graph_pools()[static_cast<size_t>(a.ordinal)];
+      pool.committed -= a.size;
+      pool.used += a.size;
+      pool.used_high = std::max(pool.used_high, pool.used);
+      Driver::get().allocations[a.base] = a;
+    });
+  }
+  if (node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+    const CUdeviceptr dptr = node.dptr;
+    return action_op([dptr](uint64_t) {
+      Driver& d = Driver::get();
+      auto it = d.allocations.find(dptr);
+      if (it != d.allocations.end() && it->second.kind == AllocationKind::kGraph)
+        release_allocation_locked(it->second);
+    });
+  }
+  return node.op;
+}
+
+CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(exec, kGraphExecMagic), CUDA_ERROR_INVALID_VALUE);
+  CUstream_st* s = nullptr;
+  if (CUresult r = resolve_stream(handle, mode, &s); r != CUDA_SUCCESS) return r;
+  if (s->capture) {
+    // Launching a graph inside a capture inlines its nodes.
+    for (const CUgraphNode_st& node : exec->order) {
+      if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+      if (node.type == CU_GRAPH_NODE_TYPE_EMPTY) continue;
+      if (CUresult r = capture_op_locked(s, node.op); r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+  }
+  // Graph memory is backed when the graph is launched, from the device's
+  // graph pool, which grows by charging the device.
+  for (int ordinal = 0; ordinal < d.device_count(); ++ordinal) {
+    const uint64_t need = exec->alloc_bytes[ordinal];
+    if (!need) continue;
+    GraphPool& pool = graph_pools()[static_cast<size_t>(ordinal)];
+    const uint64_t wanted = pool.used + pool.committed + need;
+    if (wanted > pool.reserved) {
+      const uint64_t grow = round_up(wanted - pool.reserved, kPageSize);
+      if (!d.shared().charge(d.device(ordinal).physical, grow)) return CUDA_ERROR_OUT_OF_MEMORY;
+      pool.reserved += grow;
+      pool.reserved_high = std::max(pool.reserved_high, pool.reserved);
+    }
+    pool.committed += need;
+  }
+  for (const CUgraphNode_st& node : exec->order) {
+    if (node.type == CU_GRAPH_NODE_TYPE_EMPTY) continue;
+    if (CUresult r = submit_locked(s, mode, node_op(node)); r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult add_mem_alloc_node(std::vector<CUgraphNode_st*> deps, CUgraph_st* graph, size_t bytes,
+                            int ordinal, CUgraphNode_st** node_out, CUdeviceptr* dptr) {
+  Driver& d = Driver::get();
+  FAKECUDA_REQUIRE(bytes > 0 && d.valid_device(ordinal), CUDA_ERROR_INVALID_VALUE);
+  // The address is fixed when the node is made; memory backs it per launch.
+  const size_t span = round_up(bytes, 4096);
+  void* va = map_device_memory(span);
+  FAKECUDA_REQUIRE(va, CUDA_ERROR_OUT_OF_MEMORY);
+  CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, std::move(deps));
+  node->dptr = reinterpret_cast<CUdeviceptr>(va);
+  node->bytes = bytes;
+  node->ordinal = ordinal;
+  node->physical = d.device(ordinal).physical;
+  graph_addresses()[node->dptr] = bytes;
+  *node_out = node;
+  *dptr = node->dptr;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+namespace fakecuda {
+
+CUresult capture_op_locked(CUstream_st* stream, Op op) {
+  Capture* capture = stream->capture;
+  if (capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  const CUgraphNodeType type = op.kind == Op::Kind::kKernel ? CU_GRAPH_NODE_TYPE_KERNEL
+                               : op.run_unlocked            ? CU_GRAPH_NODE_TYPE_HOST
+                                                            : CU_GRAPH_NODE_TYPE_MEMCPY;
+  CUgraphNode_st* node = add_node(capture->graph, type, stream->capture_tail);
+  node->op = std::move(op);
+  stream->capture_tail = {node};
+  return CUDA_SUCCESS;
+}
+
+CUresult check_legacy_use_locked(CUstream_st* legacy) {
+  bool implicit = false;
+  for (CUstream_st* s : legacy->ctx->streams) {
+    if (s->capture && s->blocking() && s != legacy) {
+      s->capture->invalidated = true;
+      implicit = true;
+    }
+  }
+  return implicit ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT : CUDA_SUCCESS;
+}
+
+CUresult capture_forbids_unsafe_call_locked() {
+  bool forbidden = false;
+  for (Capture* capture : active_captures()) {
+    if (prohibits_unsafe_calls(capture)) {
+      capture->invalidated = true;
+      forbidden = true;
+    }
+  }
+  return forbidden ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+void invalidate_capture_locked(CUstream_st* stream) {
+  if (stream->capture) stream->capture->invalidated = true;
+}
+
+CUresult capture_mem_alloc_locked(CUstream_st* stream, size_t bytes, CUdeviceptr* out) {
+  Capture* capture = stream->capture;
+  if (capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  CUgraphNode_st* node = nullptr;
+  if (CUresult r = add_mem_alloc_node(stream->capture_tail, capture->graph, bytes,
+                                      stream->ctx->ordinal, &node, out);
+      r != CUDA_SUCCESS)
+    return r;
+  stream->capture_tail = {node};
+  return CUDA_SUCCESS;
+}
+
+CUresult capture_mem_free_locked(CUstream_st* stream, CUdeviceptr ptr) {
+  Capture* capture = stream->capture;
+  if (capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  FAKECUDA_REQUIRE(graph_addresses().count(ptr), CUDA_ERROR_INVALID_VALUE);
+  CUgraphNode_st* node =
+      add_node(capture->graph, CU_GRAPH_NODE_TYPE_MEM_FREE, stream->capture_tail);
+  node->dptr = ptr;
+  stream->capture_tail = {node};
+  return CUDA_SUCCESS;
+}
+
+void return_to_graph_pool_locked(const Allocation& a) {
+  GraphPool& pool = graph_pools()[static_cast<size_t>(a.ordinal)];
+  pool.used -= a.size;
+}
+
+}  // namespace fakecuda
+
+// ---- Capture ------------------------------------------------------------------------
+
+FAKECUDA_EXPORT CUresult cuStreamBeginCapture(CUstream s) {
+  return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) {
+  return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, DefaultStream::kPerThread);
+}
+FAKECUDA_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  return begin_capture(s, mode, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
+  return begin_capture(s, mode, DefaultStream::kPerThread);
+}
+FAKECUDA_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
+  return end_capture(s, g, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
+  return end_capture(s, g, DefaultStream::kPerThread);
+}
+FAKECUDA_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* status) {
+  return is_capturing(s, status, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* status) {
+  return is_capturing(s, status, DefaultStream::kPerThread);
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus* status,
+                                                   cuuint64_t* id, CUgraph* graph,
+                                                   const CUgraphNode** deps, size_t* count) {
+  return capture_info(s, status, id, graph, deps, nullptr, count, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus* status,
+                                                        cuuint64_t* id, CUgraph* graph,
+                                                        const CUgraphNode** deps, size_t* count) {
+  return capture_info(s, status, id, graph, deps, nullptr, count, DefaultStream::kPerThread);
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* status,
+                                                   cuuint64_t* id, CUgraph* graph,
+                                                   const CUgraphNode** deps,
+                                                   const CUgraphEdgeData** edges, size_t* count) {
+  return capture_info(s, status, id, graph, deps, edges, count, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* status,
+                                                        cuuint64_t* id, CUgraph* graph,
+                                                        const CUgraphNode** deps,
+                                                        const CUgraphEdgeData** edges,
+                                                        size_t* count) {
+  return capture_info(s, status, id, graph, deps, edges, count, DefaultStream::kPerThread);
+}
+
+FAKECUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(mode, CUDA_ERROR_INVALID_VALUE);
+  std::swap(*mode, thread_capture_mode());
+  return CUDA_SUCCESS;
+}
+
+// ---- Graphs ----------------------------------------------------------------------------
+
+FAKECUDA_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(phGraph && flags == 0, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  *phGraph = new_graph();
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(hGraph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  destroy_graph_locked(hGraph);
+  return CUDA_SUCCESS;
+}
+
+static CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
+                                size_t count, CUfunction func, const LaunchShape& shape,
+                                void** params, void** extra) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  Op op;
+  if (CUresult r = kernel_op_locked(func, shape, params, extra, &op); r != CUDA_SUCCESS) return r;
+  CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_KERNEL, std::move(dependencies));
+  node->op = std::move(op);
+  *out = node;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph graph,
+                                              const CUgraphNode* deps, size_t count,
+                                              const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  return add_kernel_node(out, graph, deps, count, p->func,
+                         LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                                     {p->blockDimX, p->blockDimY, p->blockDimZ},
+                                     p->sharedMemBytes,
+                                     false},
+                         p->kernelParams, p->extra);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph graph,
+                                                 const CUgraphNode* deps, size_t count,
+                                                 const CUDA_KERNEL_NODE_PARAMS* p) {
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  return add_kernel_node(out, graph, deps, count, p->func,
+                         LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                                     {p->blockDimX, p->blockDimY, p->blockDimZ},
+                                     p->sharedMemBytes,
+                                     false},
+                         p->kernelParams, p->extra);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph graph,
+                                             const CUgraphNode* deps, size_t count) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  *out = add_node(graph, CU_GRAPH_NODE_TYPE_EMPTY, std::move(dependencies));
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph graph,
+                                            const CUgraphNode* deps, size_t count,
+                                            const CUDA_HOST_NODE_PARAMS* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out && p && p->fn, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_HOST, std::move(dependencies));
+  CUhostFn fn = p->fn;
+  void* data = p->userData;
+  node->op = action_op([fn, data](uint64_t) { fn(data); });
+  node->op.run_unlocked = true;
+  *out = node;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* out, CUgraph graph,
+                                                const CUgraphNode* deps, size_t count,
+                                                CUDA_MEM_ALLOC_NODE_PARAMS* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out && p, CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(p->poolProps.allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                       p->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE,
+                   CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  CUgraphNode_st* node = nullptr;
+  if (CUresult r = add_mem_alloc_node(std::move(dependencies), graph, p->bytesize,
+                                      p->poolProps.location.id, &node, &p->dptr);
+      r != CUDA_SUCCESS)
+    return r;
+  *out = node;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode* out, CUgraph graph,
+                                               const CUgraphNode* deps, size_t count,
+                                               CUdeviceptr dptr) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(graph_addresses().count(dptr), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_MEM_FREE, std::move(dependencies));
+  node->dptr = dptr;
+  *out = node;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(count, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  if (nodes)
+    for (size_t i = 0; i < std::min(*count, graph->nodes.size()); ++i)
+      nodes[i] = graph->nodes[i].get();
+  *count = graph->nodes.size();
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(type, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic), CUDA_ERROR_INVALID_VALUE);
+  *type = node->type;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                                     unsigned long long flags) {
+  (void)flags;
+  return instantiate(exec, graph);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(exec, kGraphExecMagic), CUDA_ERROR_INVALID_VALUE);
+  d.live.erase(exec);
+  delete exec;  // queued ops hold copies of what they need
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
+  return launch(exec, s, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s) {
+  return launch(exec, s, DefaultStream::kPerThread);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream s) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(exec, kGraphExecMagic), CUDA_ERROR_INVALID_VALUE);
+  CUstream_st* used = nullptr;
+  return resolve_stream(s, DefaultStream::kLegacy, &used);
+}
+
+// ---- Graph memory --------------------------------------------------------------------
+
+FAKECUDA_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  FAKECUDA_REQUIRE(d.valid_device(device), CUDA_ERROR_INVALID_DEVICE);
+  std::lock_guard<std::mutex> guard(d.mu);
+  GraphPool& pool = graph_pools()[static_cast<size_t>(device)];
+  const uint64_t keep = round_up(pool.used + pool.committed, kPageSize);
+  if (pool.reserved > keep) {
+    d.shared().uncharge(d.device(device).physical, pool.reserved - keep);
+    pool.reserved = keep;
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                                      void* value) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(value, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  FAKECUDA_REQUIRE(d.valid_device(device), CUDA_ERROR_INVALID_DEVICE);
+  std::lock_guard<std::mutex> guard(d.mu);
+  const GraphPool& pool = graph_pools()[static_cast<size_t>(device)];
+  auto* out = static_cast<cuuint64_t*>(value);
+  switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+      *out = pool.used;
+      break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+      *out = pool.used_high;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+      *out = pool.reserved;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+      *out = pool.reserved_high;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                                      void* value) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(value && *static_cast<cuuint64_t*>(value) == 0, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  FAKECUDA_REQUIRE(d.valid_device(device), CUDA_ERROR_INVALID_DEVICE);
+  std::lock_guard<std::mutex> guard(d.mu);
+  GraphPool& pool = graph_pools()[static_cast<size_t>(device)];
+  switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+      pool.used_high = pool.used;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+      pool.reserved_high = pool.reserved;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}

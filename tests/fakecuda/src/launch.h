@@ -1,0 +1,21 @@
+// Building the op a kernel launch enqueues, shared by launches and graph
+// kernel nodes.
+#pragma once
+
+#include "driver.h"
+
+namespace fakecuda {
+
+struct LaunchShape {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_mem;
+  bool cooperative;
+};
+
+// Validates the launch as the real driver does and builds its op (caller
+// holds Driver::mu).
+CUresult kernel_op_locked(CUfunction f, const LaunchShape& shape, void** params, void** extra,
+                          Op* out);
+
+}  // namespace fakecuda

@@ -1,0 +1,21 @@
+// Giving memory back, shared by the free paths of every allocation kind.
+#pragma once
+
+#include "driver.h"
+
+namespace fakecuda {
+
+// Unregisters `allocation`, returns its charge (to the device, its pool or
+// the graph pool) and unmaps what we mapped (caller holds Driver::mu).
+void release_allocation_locked(const Allocation& allocation);
+
+// Stream-ordered frees: give `allocation`'s bytes back to its pool.
+void return_to_pool_locked(const Allocation& allocation);
+// After a synchronisation, pools release what they hold above their
+// CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, as the real driver does.
+void trim_pools_after_sync_locked(uint32_t physical);
+
+// Graph memory: give `allocation`'s bytes back to the device's graph pool.
+void return_to_graph_pool_locked(const Allocation& allocation);
+
+}  // namespace fakecuda

@@ -1,0 +1,152 @@
+// The driver's objects. cuda.h only declares the handle types (`struct
+// CUctx_st*` and friends); the simulator defines them, so a handle is a
+// pointer to one of these and is checked against the live registry before use.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fakecuda {
+
+struct Capture;
+struct Module;
+
+// Why an allocation exists decides how it is freed and reported.
+enum class AllocationKind {
+  kLinear,   // cuMemAlloc, cuMemAllocPitch
+  kManaged,  // cuMemAllocManaged
+  kHost,     // page-locked host memory; never charged
+  kPool,     // stream-ordered, from a memory pool that owns the charge
+  kGraph,    // from a graph's memory node; the graph pool owns the charge
+  kMapped,   // a VMM range mapped to a physical allocation, which owns the charge
+};
+
+struct Allocation {
+  uintptr_t base = 0;
+  size_t size = 0;       // what the caller asked for
+  size_t mapped = 0;     // bytes of address space we own behind `base` (0: not ours)
+  uint64_t charged = 0;  // device bytes charged for it (0 when a pool owns the charge)
+  uint32_t physical = 0;
+  int ordinal = 0;
+  AllocationKind kind = AllocationKind::kLinear;
+  CUctx_st* ctx = nullptr;
+  CUmemoryPool pool = nullptr;
+};
+
+// One unit of work in a stream. Kernels occupy the device timeline for
+// `duration_ns`; every other kind is instantaneous and runs `action` when it
+// reaches the head of its stream and is ready.
+struct Op {
+  enum class Kind { kKernel, kAction, kWaitEvent };
+  Kind kind = Kind::kAction;
+  uint64_t seq = 0;  // order within the context, for legacy-stream semantics
+  uint64_t enqueue_ns = 0;
+  // kKernel
+  uint64_t duration_ns = 0;
+  std::shared_ptr<const std::string> name;
+  // kAction: receives the op's completion time on the device clock
+  std::function<void(uint64_t done_ns)> action;
+  // kWaitEvent
+  CUevent_st* event = nullptr;
+  uint64_t generation = 0;
+  bool run_unlocked = false;  // user callbacks run without Driver::mu
+  // Filled in by the executor
+  bool started = false;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+}  // namespace fakecuda
+
+struct CUctx_st {
+  uint32_t magic;
+  int ordinal;        // CUDA device ordinal (after CUDA_VISIBLE_DEVICES)
+  uint32_t physical;  // index on the machine
+  bool primary;
+  unsigned flags;
+  uint64_t heap_bytes;  // CU_LIMIT_MALLOC_HEAP_SIZE beyond the default, charged
+  size_t limits[CU_LIMIT_MAX];
+  uint64_t id;
+  uint64_t next_seq;
+  CUstream_st* legacy_stream;
+  std::vector<CUstream_st*> streams;  // every stream of the context, the legacy one included
+};
+
+struct CUstream_st {
+  enum class Kind { kUser, kLegacy, kPerThread };
+  uint32_t magic;
+  Kind kind;
+  CUctx_st* ctx;
+  unsigned flags;
+  int priority;
+  uint64_t id;
+  std::deque<fakecuda::Op> queue;  // head may be executing
+  uint64_t clock_ns;               // completion time of the last op done
+  bool destroyed;                  // handle gone; freed once the queue drains
+  fakecuda::Capture* capture;      // non-null while capturing
+  std::vector<CUgraphNode_st*> capture_tail;
+
+  bool blocking() const { return kind != Kind::kUser || !(flags & CU_STREAM_NON_BLOCKING); }
+};
+
+struct CUevent_st {
+  uint32_t magic;
+  CUctx_st* ctx;
+  unsigned flags;
+  uint64_t recorded;   // generation of the last record enqueued
+  uint64_t completed;  // generation of the last record executed
+  uint64_t time_ns;    // device time of the last executed record
+  uint32_t pending;    // queued ops that refer to the event
+  bool destroyed;      // handle gone; freed once nothing refers to it
+  // Set when recorded into a capture: the nodes a wait on it depends on.
+  fakecuda::Capture* capture;
+  std::vector<CUgraphNode_st*> capture_nodes;
+};
+
+struct CUfunc_st {
+  uint32_t magic;
+  CUmod_st* module;
+  std::shared_ptr<const std::string> name;
+  std::vector<uint32_t> param_sizes;  // bytes of each .param, from the PTX
+  bool timed;                         // first parameter is the duration in ns
+};
+
+struct CUmod_st {
+  uint32_t magic;
+  CUctx_st* ctx;
+  uint64_t charged;
+  std::vector<std::unique_ptr<CUfunc_st>> functions;
+};
+
+struct CUarray_st {
+  uint32_t magic;
+  CUctx_st* ctx;
+  CUDA_ARRAY3D_DESCRIPTOR desc;
+  uint64_t charged;            // 0 for the levels of a mipmapped array
+  CUmipmappedArray_st* owner;  // set for the levels of a mipmapped array
+};
+
+struct CUmipmappedArray_st {
+  uint32_t magic;
+  CUctx_st* ctx;
+  uint64_t charged;
+  std::vector<std::unique_ptr<CUarray_st>> levels;
+};
+
+struct CUmemPoolHandle_st {
+  uint32_t magic;
+  int ordinal;
+  uint32_t physical;
+  bool is_default;
+  uint64_t reserved;  // bytes charged to the device for the pool
+  uint64_t used;      // bytes handed out and not yet freed
+  uint64_t reserved_high;
+  uint64_t used_high;
+  uint64_t release_threshold;
+};

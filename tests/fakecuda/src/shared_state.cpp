@@ -1,0 +1,292 @@
+#include "shared_state.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace fakecuda {
+namespace {
+
+constexpr uint64_t kMagic = 0x6661'6b65'6375'6461;  // "fakecuda"
+constexpr uint32_t kVersion = 1;
+// Liveness locks sit far past the end of the file, one byte per slot, so their
+// place does not depend on the layout (a process of another layout version
+// still sees them).
+constexpr off_t kLockBase = off_t{1} << 40;
+
+int retry_fcntl(int fd, int cmd, struct flock* lock) {
+  int r;
+  do {
+    r = fcntl(fd, cmd, lock);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+struct flock byte_range(short type, off_t start, off_t len) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = start;
+  lock.l_len = len;
+  return lock;
+}
+
+// True when some process holds a liveness lock in [first, first + count).
+bool locked_by_other(int fd, uint32_t first, uint32_t count) {
+  struct flock lock = byte_range(F_WRLCK, kLockBase + first, count);
+  if (retry_fcntl(fd, F_OFD_GETLK, &lock) < 0) return true;  // unknown: assume alive
+  return lock.l_type != F_UNLCK;
+}
+
+}  // namespace
+
+struct alignas(64) Slot {
+  std::atomic<int32_t> pid;  // 0: free
+  std::atomic<uint32_t> contexts[kMaxDevices];
+  std::atomic<uint64_t> held[kMaxDevices];
+};
+
+struct alignas(64) Timeline {
+  std::atomic<uint64_t> busy_until_ns;
+};
+
+struct SharedState::Layout {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t layout_size;
+  MachineConfig machine;
+  pthread_mutex_t mutex;               // robust, process-shared; guards slot changes
+  std::atomic<uint32_t> slots_in_use;  // high-water mark of slot indices ever taken
+  Timeline timelines[kMaxDevices];
+  Slot slots[kMaxProcesses];
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<int32_t>::is_always_lock_free);
+
+uint64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+SharedState* SharedState::open(const std::string& path, const MachineConfig& wanted,
+                               std::string& error) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    error = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  fchmod(fd, 0666);  // the simulated GPU is shared by every user, as a real one is
+  int r;
+  do {
+    r = flock(fd, LOCK_EX);
+  } while (r < 0 && errno == EINTR);
+
+  auto fail = [&](std::string message) -> SharedState* {
+    error = std::move(message);
+    flock(fd, LOCK_UN);
+    close(fd);
+    return nullptr;
+  };
+
+  struct stat st {};
+  if (fstat(fd, &st) < 0) return fail("cannot stat " + path + ": " + std::strerror(errno));
+  const bool sized = static_cast<size_t>(st.st_size) >= sizeof(Layout);
+  if (!sized && ftruncate(fd, sizeof(Layout)) < 0)
+    return fail("cannot size " + path + ": " + std::strerror(errno));
+  void* map = mmap(nullptr, sizeof(Layout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return fail("cannot map " + path + ": " + std::strerror(errno));
+  auto* layout = static_cast<Layout*>(map);
+
+  const bool ours = sized && layout->magic == kMagic && layout->version == kVersion &&
+                    layout->layout_size == sizeof(Layout);
+  if (!ours || !(layout->machine == wanted)) {
+    if (sized && locked_by_other(fd, 0, kMaxProcesses)) {
+      munmap(map, sizeof(Layout));
+      return fail(path + " is in use by running processes that simulate " +
+                  (ours ? std::string("another machine (different FAKECUDA_* settings)")
+                        : std::string("with another fakecuda version")) +
+                  "; use the same settings or another FAKECUDA_STATE");
+    }
+    // Nobody is attached: (re)build the machine as asked. The magic is written
+    // last; readers hold the flock until it is, so nobody sees half a layout.
+    std::memset(map, 0, sizeof(Layout));
+    layout->version = kVersion;
+    layout->layout_size = sizeof(Layout);
+    layout->machine = wanted;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&layout->mutex, &attr);
+    pthread_mutexattr_destroy(&attr);
+    // A release store rather than a fence and a plain store: same ordering,
+    // and GCC refuses fences under -fsanitize=thread.
+    std::atomic_ref<uint64_t>(layout->magic).store(kMagic, std::memory_order_release);
+    msync(map, sizeof(Layout), MS_SYNC);
+  }
+  flock(fd, LOCK_UN);
+  return new (std::nothrow) SharedState(fd, layout);
+}
+
+const MachineConfig& SharedState::machine() const {
+  return layout_->machine;
+}
+
+void SharedState::lock() {
+  int r = pthread_mutex_lock(&layout_->mutex);
+  if (r == EOWNERDEAD) {
+    // The holder died. Every change it could have been making is a single
+    // atomic store or an idempotent step of reaping, so the data is
+    // consistent as it stands.
+    pthread_mutex_consistent(&layout_->mutex);
+  }
+}
+
+void SharedState::unlock() {
+  pthread_mutex_unlock(&layout_->mutex);
+}
+
+bool SharedState::slot_alive(uint32_t slot) const {
+  if (static_cast<int>(slot) == slot_) return true;
+  return locked_by_other(fd_, slot, 1);
+}
+
+void SharedState::reap_dead_locked() {
+  const uint32_t n = layout_->slots_in_use.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+    Slot& s = layout_->slots[i];
+    if (s.pid.load(std::memory_order_relaxed) == 0 || slot_alive(i)) continue;
+    // Idempotent: a reaper killed half-way leaves a dead slot for the next.
+    for (uint32_t d = 0; d < kMaxDevices; ++d) {
+      s.held[d].store(0, std::memory_order_relaxed);
+      s.contexts[d].store(0, std::memory_order_relaxed);
+    }
+    s.pid.store(0, std::memory_order_release);
+  }
+}
+
+bool SharedState::attach() {
+  if (slot_ >= 0) return true;
+  bool attached = false;
+  lock();
+  reap_dead_locked();
+  for (uint32_t i = 0; i < kMaxProcesses && !attached; ++i) {
+    Slot& s = layout_->slots[i];
+    if (s.pid.load(std::memory_order_relaxed) != 0) continue;
+    struct flock lock = byte_range(F_WRLCK, kLockBase + i, 1);
+    if (retry_fcntl(fd_, F_OFD_SETLK, &lock) < 0) continue;
+    for (uint32_t d = 0; d < kMaxDevices; ++d) {
+      s.held[d].store(0, std::memory_order_relaxed);
+      s.contexts[d].store(0, std::memory_order_relaxed);
+    }
+    s.pid.store(getpid(), std::memory_order_release);
+    uint32_t in_use = layout_->slots_in_use.load(std::memory_order_relaxed);
+    if (i + 1 > in_use) layout_->slots_in_use.store(i + 1, std::memory_order_relaxed);
+    slot_ = static_cast<int>(i);
+    attached = true;
+  }
+  unlock();
+  return attached;
+}
+
+void SharedState::forget_after_fork() {
+  // The child shares the parent's open file description, and with it the
+  // parent's liveness lock; closing our copy leaves the lock with the parent.
+  munmap(layout_, sizeof(Layout));
+  close(fd_);
+  layout_ = nullptr;
+  fd_ = -1;
+  slot_ = -1;
+}
+
+uint64_t SharedState::used_locked(uint32_t dev) const {
+  uint64_t total = 0;
+  const uint32_t n = layout_->slots_in_use.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Slot& s = layout_->slots[i];
+    if (s.pid.load(std::memory_order_relaxed) != 0)
+      total += s.held[dev].load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+bool SharedState::charge(uint32_t dev, uint64_t bytes) {
+  if (slot_ < 0 || dev >= layout_->machine.device_count) return false;
+  const uint64_t total = layout_->machine.devices[dev].total_mem;
+  lock();
+  uint64_t in_use = used_locked(dev);
+  if (bytes > total - std::min(total, in_use)) {
+    reap_dead_locked();  // the real driver frees a dead process's memory at once
+    in_use = used_locked(dev);
+  }
+  const bool ok = bytes <= total - std::min(total, in_use);
+  if (ok) layout_->slots[slot_].held[dev].fetch_add(bytes, std::memory_order_relaxed);
+  unlock();
+  return ok;
+}
+
+void SharedState::uncharge(uint32_t dev, uint64_t bytes) {
+  if (slot_ < 0 || dev >= kMaxDevices) return;
+  layout_->slots[slot_].held[dev].fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+uint64_t SharedState::used(uint32_t dev) {
+  if (dev >= layout_->machine.device_count) return 0;
+  lock();
+  reap_dead_locked();
+  uint64_t in_use = used_locked(dev);
+  unlock();
+  return in_use;
+}
+
+size_t SharedState::processes(uint32_t dev, ProcessUsage* out, size_t capacity) {
+  if (dev >= layout_->machine.device_count) return 0;
+  size_t found = 0;
+  lock();
+  reap_dead_locked();
+  const uint32_t n = layout_->slots_in_use.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Slot& s = layout_->slots[i];
+    const int32_t pid = s.pid.load(std::memory_order_relaxed);
+    const uint64_t held = s.held[dev].load(std::memory_order_relaxed);
+    if (pid == 0 || (held == 0 && s.contexts[dev].load(std::memory_order_relaxed) == 0)) continue;
+    if (found < capacity) out[found] = ProcessUsage{pid, held};
+    ++found;
+  }
+  unlock();
+  return found;
+}
+
+void SharedState::context_created(uint32_t dev) {
+  if (slot_ >= 0 && dev < kMaxDevices)
+    layout_->slots[slot_].contexts[dev].fetch_add(1, std::memory_order_relaxed);
+}
+
+void SharedState::context_destroyed(uint32_t dev) {
+  if (slot_ >= 0 && dev < kMaxDevices)
+    layout_->slots[slot_].contexts[dev].fetch_sub(1, std::memory_order_relaxed);
+}
+
+Interval SharedState::reserve(uint32_t dev, uint64_t not_before_ns, uint64_t duration_ns) {
+  std::atomic<uint64_t>& busy = layout_->timelines[dev].busy_until_ns;
+  uint64_t current = busy.load(std::memory_order_relaxed);
+  Interval slot;
+  do {
+    slot.start_ns = std::max(current, not_before_ns);
+    slot.end_ns = slot.start_ns + duration_ns;
+  } while (!busy.compare_exchange_weak(current, slot.end_ns, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed));
+  return slot;
+}
+
+}  // namespace fakecuda

@@ -1,0 +1,96 @@
+// The simulated GPUs' state shared by every process on the machine: device
+// memory in use (per process, so that a dead process's memory comes back), the
+// device timelines on which kernels of all processes are serialised, and the
+// machine's configuration. One file, mapped by libcuda and libnvidia-ml of
+// every process.
+//
+// Crash safety: a process may be SIGKILLed at any instruction.
+//  * Liveness is an OFD lock on one byte per process slot. The kernel drops it
+//    when the process dies, so a dead slot is told apart from a live one
+//    without trusting pids (which are reused).
+//  * Every change of a slot's memory is one atomic store, made under a robust
+//    process-shared mutex. A holder that dies leaves the data consistent; the
+//    next locker marks the mutex consistent and goes on.
+//  * Timelines are reserved with a lock-free compare-and-swap, so a process
+//    that dies mid-kernel holds nothing but the interval it reserved.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "config.h"
+
+namespace fakecuda {
+
+inline constexpr uint32_t kMaxProcesses = 1024;
+
+struct ProcessUsage {
+  pid_t pid;
+  uint64_t bytes;
+};
+
+struct Interval {
+  uint64_t start_ns;
+  uint64_t end_ns;
+};
+
+class SharedState {
+ public:
+  // Maps the state file at `path`, creating it for `wanted` if it is absent,
+  // of another layout version, or describes another machine and no process
+  // is attached. Returns nullptr with `error` set when live processes use the
+  // file with a different machine configuration.
+  static SharedState* open(const std::string& path, const MachineConfig& wanted,
+                           std::string& error);
+
+  const MachineConfig& machine() const;
+
+  // Takes a process slot for the caller (once per process). False when all
+  // slots hold live processes.
+  bool attach();
+  // Forgets the slot and mapping inherited across fork without touching the
+  // parent's lock; the child starts detached.
+  void forget_after_fork();
+
+  // Charges `bytes` of device `dev` (physical index) to this process.
+  // False, with nothing charged, when the device does not have them free.
+  bool charge(uint32_t dev, uint64_t bytes);
+  void uncharge(uint32_t dev, uint64_t bytes);
+
+  // Bytes in use on the device by all live processes.
+  uint64_t used(uint32_t dev);
+  // Live processes holding memory or a context on `dev`; returns how many
+  // exist (may exceed `capacity`; only `capacity` are written).
+  size_t processes(uint32_t dev, ProcessUsage* out, size_t capacity);
+
+  void context_created(uint32_t dev);
+  void context_destroyed(uint32_t dev);
+
+  // Reserves the next free interval of `duration_ns` on device `dev`'s
+  // timeline, starting no earlier than `not_before_ns`.
+  Interval reserve(uint32_t dev, uint64_t not_before_ns, uint64_t duration_ns);
+
+ private:
+  struct Layout;
+  SharedState(int fd, Layout* layout) : fd_(fd), layout_(layout) {}
+
+  void lock();
+  void unlock();
+  bool slot_alive(uint32_t slot) const;
+  void reap_dead_locked();
+  uint64_t used_locked(uint32_t dev) const;
+
+  int fd_;
+  Layout* layout_;
+  int slot_ = -1;
+};
+
+// CLOCK_MONOTONIC in nanoseconds: the one clock every process and the trace use.
+uint64_t now_ns();
+
+}  // namespace fakecuda

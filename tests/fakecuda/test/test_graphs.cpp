@@ -1,0 +1,227 @@
+// Graphs from stream capture and from explicit nodes, the rules of capture,
+// and graph memory.
+#include "support.h"
+
+namespace fakecuda::test {
+namespace {
+
+constexpr unsigned long long kMs = 1'000'000;
+constexpr size_t kMiB = 1ull << 20;
+
+class Graphs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    init_primary(0);
+    spin_ = spin_kernel();
+    ASSERT_CU(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  }
+  CUresult spin(CUstream stream, unsigned long long ns) {
+    void* params[] = {&ns, &counter_};
+    return cuLaunchKernel(spin_, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+  }
+  float time_launch(CUgraphExec exec) {
+    CUevent start = nullptr, end = nullptr;
+    EXPECT_CU(cuEventCreate(&start, 0));
+    EXPECT_CU(cuEventCreate(&end, 0));
+    EXPECT_CU(cuEventRecord(start, stream_));
+    EXPECT_CU(cuGraphLaunch(exec, stream_));
+    EXPECT_CU(cuEventRecord(end, stream_));
+    EXPECT_CU(cuEventSynchronize(end));
+    float ms = 0;
+    EXPECT_CU(cuEventElapsedTime(&ms, start, end));
+    return ms;
+  }
+  CUfunction spin_ = nullptr;
+  CUstream stream_ = nullptr;
+  unsigned long long* counter_ = nullptr;
+};
+
+TEST_F(Graphs, CapturedWorkDoesNotRunUntilLaunched) {
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  ASSERT_CU(cuStreamIsCapturing(stream_, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_CU(spin(stream_, 200 * kMs));
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuStreamEndCapture(stream_, &graph));
+  // 600 ms captured, nothing ran: the stream is idle at once.
+  EXPECT_CU(cuStreamQuery(stream_));
+  size_t nodes = 0;
+  ASSERT_CU(cuGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 3u);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  EXPECT_GE(time_launch(exec), 600.0f);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, ExplicitKernelNodesRunInDependencyOrder) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  unsigned long long ns = 10 * kMs;
+  void* params[] = {&ns, &counter_};
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = spin_;
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = params;
+  CUgraphNode a = nullptr, b = nullptr, c = nullptr;
+  ASSERT_CU(cuGraphAddKernelNode_v2(&a, graph, nullptr, 0, &p));
+  ASSERT_CU(cuGraphAddKernelNode_v2(&b, graph, &a, 1, &p));
+  CUgraphNode both[] = {a, b};
+  ASSERT_CU(cuGraphAddKernelNode_v2(&c, graph, both, 2, &p));
+  CUgraphNodeType type{};
+  ASSERT_CU(cuGraphNodeGetType(c, &type));
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_KERNEL);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  ASSERT_CU(cuGraphDestroy(graph));  // the executable graph stands alone
+  EXPECT_GE(time_launch(exec), 30.0f);
+  EXPECT_GE(time_launch(exec), 30.0f) << "relaunchable";
+  ASSERT_CU(cuGraphExecDestroy(exec));
+}
+
+TEST_F(Graphs, SynchronisingACapturingStreamInvalidatesTheCapture) {
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU(spin(stream_, kMs));
+  EXPECT_EQ(cuStreamSynchronize(stream_), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUstreamCaptureStatus status{};
+  ASSERT_CU(cuStreamIsCapturing(stream_, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  EXPECT_EQ(spin(stream_, kMs), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  CUgraph graph = reinterpret_cast<CUgraph>(1);
+  EXPECT_EQ(cuStreamEndCapture(stream_, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(graph, nullptr);
+  ASSERT_CU(cuStreamIsCapturing(stream_, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(Graphs, GlobalCaptureForbidsUnsafeCallsEverywhere) {
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUdeviceptr p = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&p, kMiB), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(cuStreamEndCapture(stream_, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+  // Relaxed capture allows them.
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_RELAXED));
+  EXPECT_CU(cuMemAlloc_v2(&p, kMiB));
+  EXPECT_CU(cuMemFree_v2(p));
+  ASSERT_CU(cuStreamEndCapture(stream_, &graph));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, LegacyStreamUseDuringCaptureIsAnImplicitDependency) {
+  CUstream blocking = nullptr;
+  ASSERT_CU(cuStreamCreate(&blocking, 0));
+  ASSERT_CU(cuStreamBeginCapture_v2(blocking, CU_STREAM_CAPTURE_MODE_RELAXED));
+  EXPECT_EQ(spin(nullptr, kMs), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(cuStreamEndCapture(blocking, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(Graphs, ForkedStreamsMustJoinBack) {
+  CUstream side = nullptr;
+  CUevent fork = nullptr, join = nullptr;
+  ASSERT_CU(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU(cuEventCreate(&fork, 0));
+  ASSERT_CU(cuEventCreate(&join, 0));
+
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU(cuEventRecord(fork, stream_));
+  ASSERT_CU(cuStreamWaitEvent(side, fork, 0));  // side joins the capture
+  ASSERT_CU(spin(side, 10 * kMs));
+  ASSERT_CU(spin(stream_, 10 * kMs));
+  ASSERT_CU(cuEventRecord(join, side));
+  ASSERT_CU(cuStreamWaitEvent(stream_, join, 0));
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuStreamEndCapture(stream_, &graph));
+  size_t nodes = 0;
+  ASSERT_CU(cuGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 2u);
+  ASSERT_CU(cuGraphDestroy(graph));
+
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU(cuEventRecord(fork, stream_));
+  ASSERT_CU(cuStreamWaitEvent(side, fork, 0));
+  ASSERT_CU(spin(side, 10 * kMs));
+  EXPECT_EQ(cuStreamEndCapture(stream_, &graph), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+}
+
+TEST_F(Graphs, CapturedStreamOrderedAllocationsBecomeGraphMemory) {
+  size_t before = free_memory();
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUdeviceptr p = 0;
+  ASSERT_CU(cuMemAllocAsync(&p, 6 * kMiB, stream_));
+  ASSERT_CU(spin(stream_, kMs));
+  ASSERT_CU(cuMemFreeAsync(p, stream_));
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuStreamEndCapture(stream_, &graph));
+  EXPECT_EQ(free_memory(), before) << "capturing allocates nothing";
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  time_launch(exec);
+  cuuint64_t reserved = 0, used = 0;
+  ASSERT_CU(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved));
+  ASSERT_CU(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used));
+  EXPECT_EQ(reserved, 6 * kMiB);
+  EXPECT_EQ(used, 0u);
+  EXPECT_EQ(before - free_memory(), 6 * kMiB) << "the graph pool keeps its memory";
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_memory(), before);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, ExplicitMemoryNodesOutliveTheLaunchUntilFreed) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  params.poolProps.location.id = 0;
+  params.bytesize = 4 * kMiB;
+  CUgraphNode alloc = nullptr;
+  ASSERT_CU(cuGraphAddMemAllocNode(&alloc, graph, nullptr, 0, &params));
+  ASSERT_NE(params.dptr, 0u);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  const size_t before = free_memory();
+  time_launch(exec);
+  EXPECT_EQ(before - free_memory(), 4 * kMiB);
+  unsigned value = 42, back = 0;
+  ASSERT_CU(cuMemcpyHtoD_v2(params.dptr, &value, sizeof(value)));
+  ASSERT_CU(cuMemcpyDtoH_v2(&back, params.dptr, sizeof(back)));
+  EXPECT_EQ(back, 42u);
+  ASSERT_CU(cuMemFreeAsync(params.dptr, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_memory(), before);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, HostAndEmptyNodes) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  int calls = 0;
+  CUDA_HOST_NODE_PARAMS host{};
+  host.fn = [](void* p) { ++*static_cast<int*>(p); };
+  host.userData = &calls;
+  CUgraphNode empty = nullptr, node = nullptr;
+  ASSERT_CU(cuGraphAddEmptyNode(&empty, graph, nullptr, 0));
+  ASSERT_CU(cuGraphAddHostNode(&node, graph, &empty, 1, &host));
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(cuGraphLaunch_ptsz(exec, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(calls, 2);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+}  // namespace
+}  // namespace fakecuda::test

@@ -1,0 +1,637 @@
+// The simulated NVML (libnvidia-ml.so.1) against the behaviour of the real
+// library that gpulimit relies on: reference-counted init, enumeration of all
+// physical devices, memory and processes of every process on the machine,
+// and the in/out count of the process queries.
+//
+// Other processes are real: a forked child attaches to the shared state and
+// charges memory as a libcuda user would, and is SIGKILLed to show that NVML
+// returns what a dead process held.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "config.h"
+#include "nvml_subset.h"
+#include "shared_state.h"
+
+namespace {
+
+// The layouts an application compiled against NVIDIA's nvml.h passes in.
+static_assert(sizeof(nvmlMemory_t) == 24);
+static_assert(sizeof(nvmlMemory_v2_t) == 40 && offsetof(nvmlMemory_v2_t, total) == 8);
+static_assert(nvmlMemory_v2 == 0x0200'0028u);
+static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
+static_assert(sizeof(nvmlProcessInfo_v2_t) == 24 &&
+              offsetof(nvmlProcessInfo_v2_t, gpuInstanceId) == 16);
+static_assert(sizeof(nvmlPciInfo_t) == 68 && offsetof(nvmlPciInfo_t, busId) == 36);
+
+constexpr unsigned int kNoMigInstance = 0xFFFFFFFFu;
+// Small enough for any configured device, odd enough not to match by chance.
+constexpr uint64_t kHeldBytes = (24ull << 20) + 4096;
+
+// Sets environment variables for the life of the object, then restores them.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+using EnvList = std::vector<std::pair<const char*, std::string>>;
+
+// NVML reads FAKECUDA_* at the first nvmlInit of a process, so a check that
+// needs another machine cannot run in this one, which may have initialised
+// NVML already. It runs in a fresh copy of this test binary instead: a
+// "threadsafe" death test re-executes the binary up to this point, and the
+// copy sees the environment set here, with a state file of its own.
+// `checks` returns what went wrong, "" when nothing did.
+void expect_in_fresh_process(
+    const EnvList& env, const std::function<std::string()>& checks,
+    const testing::Matcher<const std::string&>& stderr_matches = testing::_) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // main() gives every process, the copy included, a directory of its own.
+  const char* test_dir = std::getenv("FAKECUDA_TEST_DIR");
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = test_dir ? test_dir : (tmp && *tmp ? tmp : "/tmp");
+  const std::string state = dir + "/nvml-fresh-" + std::to_string(getpid()) + ".state";
+  ScopedEnv state_env("FAKECUDA_STATE", state);
+  std::vector<std::unique_ptr<ScopedEnv>> scoped;
+  for (const auto& [name, value] : env)
+    scoped.push_back(std::make_unique<ScopedEnv>(name, value));
+  EXPECT_EXIT(
+      {
+        const std::string failure = checks();
+        if (!failure.empty()) std::fprintf(stderr, "%s\n", failure.c_str());
+        // The copy never returns to main(), which would clean up after it.
+        unlink(state.c_str());
+        if (test_dir) rmdir(test_dir);
+        std::_Exit(failure.empty() ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), stderr_matches);
+}
+
+// A check inside a fresh process: on failure, says which and where.
+#define FRESH_CHECK(condition)                                                       \
+  do {                                                                               \
+    if (!(condition))                                                                \
+      return std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " #condition; \
+  } while (0)
+
+// Another process using the simulated GPU: a forked child that attaches to
+// the shared state and holds `bytes` of device `dev` until it is killed or
+// this process goes away.
+class MemoryHolder {
+ public:
+  MemoryHolder(uint32_t dev, uint64_t bytes) {
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(hold_, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(ready[0]);
+      close(hold_[1]);
+      const char status = attach_and_charge(dev, bytes) ? 'y' : 'n';
+      const ssize_t written = write(ready[1], &status, 1);
+      (void)written;  // a parent that cannot read it sees 'n' anyway
+      // Blocks until the parent kills us or dies itself (end of file).
+      char unused;
+      while (read(hold_[0], &unused, 1) < 0 && errno == EINTR) {
+      }
+      std::_Exit(0);
+    }
+    close(ready[1]);
+    close(hold_[0]);
+    char status = 'n';
+    while (pid_ > 0 && read(ready[0], &status, 1) < 0 && errno == EINTR) {
+    }
+    close(ready[0]);
+    charged_ = status == 'y';
+  }
+  ~MemoryHolder() {
+    kill_and_wait();
+    if (hold_[1] >= 0) close(hold_[1]);
+  }
+  MemoryHolder(const MemoryHolder&) = delete;
+  MemoryHolder& operator=(const MemoryHolder&) = delete;
+
+  bool charged() const { return charged_; }
+  pid_t pid() const { return pid_; }
+
+  // SIGKILL, as a crash would: the child frees nothing itself.
+  void kill_and_wait() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    // Once reaped, the child's files are closed and its liveness lock gone.
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  static bool attach_and_charge(uint32_t dev, uint64_t bytes) {
+    fakecuda::Config config;
+    std::string error;
+    if (!fakecuda::load_config(config, error)) return false;
+    fakecuda::SharedState* state =
+        fakecuda::SharedState::open(config.process.state_path, config.machine, error);
+    return state && state->attach() && state->charge(dev, bytes);
+  }
+
+  pid_t pid_ = -1;
+  int hold_[2] = {-1, -1};
+  bool charged_ = false;
+};
+
+// Tests that run against the machine of this process's environment.
+class NvmlTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(fakecuda::load_config(config_, error)) << error;
+    ASSERT_GE(config_.machine.device_count, 1u) << "these tests need a simulated GPU";
+    ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+    initialised_ = true;
+    ASSERT_EQ(nvmlDeviceGetHandleByIndex_v2(0, &device0_), NVML_SUCCESS);
+  }
+  void TearDown() override {
+    if (initialised_) {
+      EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS);
+    }
+  }
+
+  nvmlMemory_v2_t memory_v2() {
+    nvmlMemory_v2_t memory{};
+    memory.version = nvmlMemory_v2;
+    EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(device0_, &memory), NVML_SUCCESS);
+    return memory;
+  }
+
+  std::vector<nvmlProcessInfo_t> processes() {
+    unsigned int count = 0;
+    const nvmlReturn_t r = nvmlDeviceGetComputeRunningProcesses_v3(device0_, &count, nullptr);
+    EXPECT_TRUE(r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE) << nvmlErrorString(r);
+    std::vector<nvmlProcessInfo_t> infos(count);
+    EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device0_, &count, infos.data()),
+              NVML_SUCCESS);
+    infos.resize(count);
+    return infos;
+  }
+
+  static const nvmlProcessInfo_t* find(const std::vector<nvmlProcessInfo_t>& infos, pid_t pid) {
+    for (const nvmlProcessInfo_t& info : infos)
+      if (info.pid == static_cast<unsigned int>(pid)) return &info;
+    return nullptr;
+  }
+
+  fakecuda::Config config_;
+  nvmlDevice_t device0_ = nullptr;
+  bool initialised_ = false;
+};
+
+TEST(NvmlInit, EveryCallBeforeInitIsUninitialized) {
+  unsigned int count = 0;
+  nvmlDevice_t device = nullptr;
+  char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+  nvmlMemory_t memory{};
+  int version = 0;
+
+  EXPECT_EQ(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex_v2(0, &device), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlDeviceGetUUID(device, text, sizeof(text)), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo(device, &memory), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device, &count, nullptr),
+            NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlSystemGetDriverVersion(text, sizeof(text)), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlSystemGetCudaDriverVersion_v2(&version), NVML_ERROR_UNINITIALIZED);
+  EXPECT_STREQ(nvmlErrorString(NVML_ERROR_UNINITIALIZED), "Uninitialized");
+}
+
+TEST(NvmlInit, IsReferenceCounted) {
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  ASSERT_EQ(nvmlInitWithFlags(0), NVML_SUCCESS);
+  nvmlDevice_t device = nullptr;
+  ASSERT_EQ(nvmlDeviceGetHandleByIndex_v2(0, &device), NVML_SUCCESS);
+
+  ASSERT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  unsigned int index = 99;
+  EXPECT_EQ(nvmlDeviceGetIndex(device, &index), NVML_SUCCESS) << "one user is left";
+
+  ASSERT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetIndex(device, &index), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+
+  // Initialising again after the last shutdown works, and old handles with it.
+  ASSERT_EQ(nvmlInit(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetIndex(device, &index), NVML_SUCCESS);
+  EXPECT_EQ(index, 0u);
+  EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS);
+}
+
+TEST(NvmlInit, BrokenConfigurationFailsWithOneLineOnStderrAndNothingOnStdout) {
+  auto checks = [] {
+    // Anything written to stdout lands in a file we can measure.
+    const int out = memfd_create("stdout", 0);
+    FRESH_CHECK(out >= 0 && dup2(out, STDOUT_FILENO) == STDOUT_FILENO);
+    FRESH_CHECK(nvmlInit_v2() == NVML_ERROR_UNKNOWN);
+    std::fflush(stdout);
+    FRESH_CHECK(lseek(out, 0, SEEK_END) == 0);
+    unsigned int count = 0;
+    FRESH_CHECK(nvmlDeviceGetCount_v2(&count) == NVML_ERROR_UNINITIALIZED);
+    return std::string();
+  };
+  auto one_fakecuda_line_naming = [](const std::string& what) {
+    return testing::Truly([what](const std::string& err) {
+      int lines = 0;
+      std::istringstream stream(err);
+      for (std::string line; std::getline(stream, line);)
+        if (line.starts_with("fakecuda: ")) ++lines;
+      return lines == 1 && err.find(what) != std::string::npos;
+    });
+  };
+  expect_in_fresh_process({{"FAKECUDA_DEVICES", "99"}}, checks,
+                          one_fakecuda_line_naming("FAKECUDA_DEVICES"));
+  expect_in_fresh_process({{"FAKECUDA_STATE", "/nonexistent-dir/fakecuda.state"}}, checks,
+                          one_fakecuda_line_naming("/nonexistent-dir/fakecuda.state"));
+}
+
+TEST(NvmlInit, MachineWithoutGpusNeedsTheNoGpusFlag) {
+  expect_in_fresh_process({{"FAKECUDA_DEVICES", "0"}}, [] {
+    FRESH_CHECK(nvmlInit_v2() == NVML_ERROR_GPU_NOT_FOUND);
+    unsigned int count = 99;
+    FRESH_CHECK(nvmlDeviceGetCount_v2(&count) == NVML_ERROR_UNINITIALIZED);
+    FRESH_CHECK(nvmlInitWithFlags(NVML_INIT_FLAG_NO_GPUS) == NVML_SUCCESS);
+    FRESH_CHECK(nvmlDeviceGetCount_v2(&count) == NVML_SUCCESS && count == 0);
+    nvmlDevice_t device = nullptr;
+    FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(0, &device) == NVML_ERROR_INVALID_ARGUMENT);
+    FRESH_CHECK(nvmlShutdown() == NVML_SUCCESS);
+    return std::string();
+  });
+}
+
+TEST(NvmlInit, FirstInitRacingOnManyThreadsLoadsTheMachineOnce) {
+  expect_in_fresh_process({{"FAKECUDA_DEVICES", "2"}}, [] {
+    constexpr int kThreads = 8;
+    std::vector<nvmlReturn_t> inits(kThreads, NVML_ERROR_UNKNOWN);
+    std::vector<unsigned int> counts(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&inits, &counts, t] {
+        inits[t] = nvmlInit_v2();
+        nvmlDeviceGetCount_v2(&counts[t]);
+      });
+    }
+    for (std::thread& thread : threads)
+      thread.join();
+    for (int t = 0; t < kThreads; ++t) {
+      FRESH_CHECK(inits[t] == NVML_SUCCESS);
+      FRESH_CHECK(counts[t] == 2);
+    }
+    for (int t = 0; t < kThreads; ++t)
+      FRESH_CHECK(nvmlShutdown() == NVML_SUCCESS);
+    FRESH_CHECK(nvmlShutdown() == NVML_ERROR_UNINITIALIZED);
+    return std::string();
+  });
+}
+
+TEST(NvmlDevices, EnumeratesEveryConfiguredDeviceWhateverCudaVisibleDevicesSays) {
+  const EnvList env = {{"FAKECUDA_DEVICES", "3"},
+                       {"FAKECUDA_MEM", "1G,2G,3G"},
+                       {"FAKECUDA_NAME", "Simulated Test GPU"},
+                       {"FAKECUDA_DRIVER_VERSION", "12040"},
+                       {"CUDA_VISIBLE_DEVICES", "2"}};
+  expect_in_fresh_process(env, [] {
+    FRESH_CHECK(nvmlInit_v2() == NVML_SUCCESS);
+    unsigned int count = 0;
+    FRESH_CHECK(nvmlDeviceGetCount_v2(&count) == NVML_SUCCESS && count == 3);
+    FRESH_CHECK(nvmlDeviceGetCount(&count) == NVML_SUCCESS && count == 3);
+    std::vector<std::string> uuids;
+    for (unsigned int i = 0; i < count; ++i) {
+      nvmlDevice_t device = nullptr, same = nullptr, by_uuid = nullptr;
+      FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(i, &device) == NVML_SUCCESS);
+      FRESH_CHECK(nvmlDeviceGetHandleByIndex(i, &same) == NVML_SUCCESS && same == device);
+      unsigned int index = 99, minor = 99;
+      FRESH_CHECK(nvmlDeviceGetIndex(device, &index) == NVML_SUCCESS && index == i);
+      FRESH_CHECK(nvmlDeviceGetMinorNumber(device, &minor) == NVML_SUCCESS && minor == i);
+      char text[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+      FRESH_CHECK(nvmlDeviceGetName(device, text, sizeof(text)) == NVML_SUCCESS);
+      FRESH_CHECK(std::string(text) == "Simulated Test GPU");
+      FRESH_CHECK(nvmlDeviceGetUUID(device, text, sizeof(text)) == NVML_SUCCESS);
+      uuids.emplace_back(text);
+      FRESH_CHECK(nvmlDeviceGetHandleByUUID(text, &by_uuid) == NVML_SUCCESS && by_uuid == device);
+      nvmlMemory_v2_t memory{};
+      memory.version = nvmlMemory_v2;
+      FRESH_CHECK(nvmlDeviceGetMemoryInfo_v2(device, &memory) == NVML_SUCCESS);
+      FRESH_CHECK(memory.total == (i + 1ull) << 30 && memory.used == 0 &&
+                  memory.free == memory.total);
+      nvmlPciInfo_t pci{};
+      FRESH_CHECK(nvmlDeviceGetPciInfo_v3(device, &pci) == NVML_SUCCESS && pci.bus == 0x10 + i);
+      char bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+      std::snprintf(bus_id, sizeof(bus_id), "00000000:%02X:00.0", 0x10 + i);
+      FRESH_CHECK(std::string(pci.busId) == bus_id);
+      FRESH_CHECK(std::string(pci.busIdLegacy) == bus_id + 4);
+      FRESH_CHECK((pci.pciDeviceId & 0xFFFF) == 0x10DE);
+      // A fresh machine: nobody holds anything, and a count query says so.
+      unsigned int processes = 0;
+      FRESH_CHECK(nvmlDeviceGetComputeRunningProcesses_v3(device, &processes, nullptr) ==
+                      NVML_SUCCESS &&
+                  processes == 0);
+    }
+    FRESH_CHECK(uuids[0] != uuids[1] && uuids[1] != uuids[2] && uuids[0] != uuids[2]);
+    nvmlDevice_t device = nullptr;
+    FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(3, &device) == NVML_ERROR_INVALID_ARGUMENT);
+    int cuda_version = 0;
+    FRESH_CHECK(nvmlSystemGetCudaDriverVersion(&cuda_version) == NVML_SUCCESS &&
+                cuda_version == 12040);
+    FRESH_CHECK(nvmlSystemGetCudaDriverVersion_v2(&cuda_version) == NVML_SUCCESS &&
+                cuda_version == 12040);
+    char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    FRESH_CHECK(nvmlSystemGetDriverVersion(driver, sizeof(driver)) == NVML_SUCCESS);
+    FRESH_CHECK(std::string(driver) == "550.00");  // the branch that brought CUDA 12.4
+    FRESH_CHECK(nvmlShutdown() == NVML_SUCCESS);
+    return std::string();
+  });
+}
+
+TEST_F(NvmlTest, NameAndUuidHaveNvmlsFormat) {
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+  ASSERT_EQ(nvmlDeviceGetName(device0_, name, sizeof(name)), NVML_SUCCESS);
+  EXPECT_STREQ(name, config_.machine.devices[0].name);
+
+  char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+  ASSERT_EQ(nvmlDeviceGetUUID(device0_, uuid, sizeof(uuid)), NVML_SUCCESS);
+  EXPECT_THAT(uuid, testing::MatchesRegex(
+                        "GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"));
+  EXPECT_EQ(uuid, fakecuda::format_uuid(config_.machine.devices[0].uuid));
+
+  nvmlDevice_t found = nullptr;
+  ASSERT_EQ(nvmlDeviceGetHandleByUUID(uuid, &found), NVML_SUCCESS);
+  EXPECT_EQ(found, device0_);
+  EXPECT_EQ(nvmlDeviceGetHandleByUUID("GPU-00000000-0000-0000-0000-000000000000", &found),
+            NVML_ERROR_NOT_FOUND);
+}
+
+TEST_F(NvmlTest, StringGettersReportInsufficientSizeWithoutWriting) {
+  const std::string uuid = fakecuda::format_uuid(config_.machine.devices[0].uuid);
+  std::vector<char> buffer(uuid.size(), 'x');
+
+  // One byte short: the terminating NUL does not fit.
+  EXPECT_EQ(nvmlDeviceGetUUID(device0_, buffer.data(), static_cast<unsigned>(uuid.size())),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(std::string(buffer.begin(), buffer.end()), std::string(uuid.size(), 'x'));
+  buffer.push_back('x');
+  EXPECT_EQ(nvmlDeviceGetUUID(device0_, buffer.data(), static_cast<unsigned>(buffer.size())),
+            NVML_SUCCESS);
+  EXPECT_EQ(buffer.data(), uuid);
+
+  char small[4];
+  EXPECT_EQ(nvmlDeviceGetName(device0_, small, sizeof(small)), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(nvmlSystemGetDriverVersion(small, sizeof(small)), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(nvmlDeviceGetUUID(device0_, small, 0), NVML_ERROR_INSUFFICIENT_SIZE);
+}
+
+TEST_F(NvmlTest, NullOutputsAreInvalidArguments) {
+  char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+  const nvmlReturn_t invalid = NVML_ERROR_INVALID_ARGUMENT;
+  EXPECT_EQ(nvmlDeviceGetCount(nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetCount_v2(nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex(0, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex_v2(0, nullptr), invalid);
+  nvmlDevice_t device = nullptr;
+  EXPECT_EQ(nvmlDeviceGetHandleByUUID(nullptr, &device), invalid);
+  ASSERT_EQ(nvmlDeviceGetUUID(device0_, text, sizeof(text)), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetHandleByUUID(text, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetIndex(device0_, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetName(device0_, nullptr, sizeof(text)), invalid);
+  EXPECT_EQ(nvmlDeviceGetUUID(device0_, nullptr, sizeof(text)), invalid);
+  EXPECT_EQ(nvmlDeviceGetMinorNumber(device0_, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetPciInfo_v3(device0_, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo(device0_, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(device0_, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses(device0_, nullptr, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v2(device0_, nullptr, nullptr), invalid);
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device0_, nullptr, nullptr), invalid);
+  EXPECT_EQ(nvmlSystemGetDriverVersion(nullptr, sizeof(text)), invalid);
+  EXPECT_EQ(nvmlSystemGetCudaDriverVersion(nullptr), invalid);
+  EXPECT_EQ(nvmlSystemGetCudaDriverVersion_v2(nullptr), invalid);
+}
+
+TEST_F(NvmlTest, ForeignHandlesAreInvalidArguments) {
+  int not_a_device = 0;
+  const nvmlDevice_t foreign[] = {
+      nullptr,
+      reinterpret_cast<nvmlDevice_t>(&not_a_device),
+      reinterpret_cast<nvmlDevice_t>(reinterpret_cast<char*>(device0_) + 1),
+  };
+  for (nvmlDevice_t device : foreign) {
+    unsigned int value = 0;
+    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    nvmlMemory_t memory{};
+    EXPECT_EQ(nvmlDeviceGetIndex(device, &value), NVML_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(nvmlDeviceGetUUID(device, text, sizeof(text)), NVML_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(nvmlDeviceGetMemoryInfo(device, &memory), NVML_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device, &value, nullptr),
+              NVML_ERROR_INVALID_ARGUMENT);
+  }
+  nvmlDevice_t device = nullptr;
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex_v2(config_.machine.device_count, &device),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(NvmlTest, PciBusIdAndMinorNumberFollowTheIndex) {
+  nvmlPciInfo_t pci{};
+  ASSERT_EQ(nvmlDeviceGetPciInfo_v3(device0_, &pci), NVML_SUCCESS);
+  EXPECT_EQ(pci.domain, 0u);
+  EXPECT_EQ(pci.bus, 0x10u);
+  EXPECT_EQ(pci.device, 0u);
+  EXPECT_STREQ(pci.busId, "00000000:10:00.0");
+  EXPECT_STREQ(pci.busIdLegacy, "0000:10:00.0");
+  unsigned int minor = 99;
+  ASSERT_EQ(nvmlDeviceGetMinorNumber(device0_, &minor), NVML_SUCCESS);
+  EXPECT_EQ(minor, 0u);
+}
+
+TEST_F(NvmlTest, SystemVersionsComeFromTheConfiguration) {
+  int cuda_version = 0;
+  ASSERT_EQ(nvmlSystemGetCudaDriverVersion_v2(&cuda_version), NVML_SUCCESS);
+  EXPECT_EQ(cuda_version, static_cast<int>(config_.machine.driver_version));
+  char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+  ASSERT_EQ(nvmlSystemGetDriverVersion(driver, sizeof(driver)), NVML_SUCCESS);
+  EXPECT_THAT(driver, testing::MatchesRegex("[0-9]{3}\\.00"));
+}
+
+TEST_F(NvmlTest, MemoryInfoV1AndV2AgreeAndAddUp) {
+  nvmlMemory_t v1{};
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(device0_, &v1), NVML_SUCCESS);
+  const nvmlMemory_v2_t v2 = memory_v2();
+  EXPECT_EQ(v1.total, config_.machine.devices[0].total_mem);
+  EXPECT_EQ(v2.total, v1.total);
+  EXPECT_EQ(v2.used, v1.used);
+  EXPECT_EQ(v2.reserved, 0u);
+  EXPECT_EQ(v1.free + v1.used, v1.total);
+  EXPECT_EQ(v2.free + v2.used, v2.total);
+}
+
+TEST_F(NvmlTest, MemoryInfoV2RefusesAnotherStructVersion) {
+  const unsigned int wrong_versions[] = {
+      0,
+      static_cast<unsigned int>(sizeof(nvmlMemory_v2_t) | 1u << 24),  // right size, version 1
+      static_cast<unsigned int>(sizeof(nvmlMemory_t) | 2u << 24),     // v1's size
+      nvmlMemory_v2 + 1,
+  };
+  for (unsigned int version : wrong_versions) {
+    nvmlMemory_v2_t memory{};
+    memory.version = version;
+    memory.total = memory.reserved = memory.free = memory.used = 12345;
+    EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(device0_, &memory), NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        << std::hex << version;
+    EXPECT_EQ(memory.total, 12345u) << "written despite the mismatch";
+    EXPECT_EQ(memory.used, 12345u) << "written despite the mismatch";
+  }
+  EXPECT_STREQ(nvmlErrorString(NVML_ERROR_ARGUMENT_VERSION_MISMATCH), "Argument version mismatch");
+}
+
+TEST_F(NvmlTest, MemoryOfAnotherProcessIsUsedUntilItIsKilled) {
+  const nvmlMemory_v2_t before = memory_v2();
+
+  MemoryHolder other(0, kHeldBytes);
+  ASSERT_TRUE(other.charged());
+  const nvmlMemory_v2_t held = memory_v2();
+  EXPECT_EQ(held.used, before.used + kHeldBytes);
+  EXPECT_EQ(held.free, held.total - held.used);
+  nvmlMemory_t v1{};
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(device0_, &v1), NVML_SUCCESS);
+  EXPECT_EQ(v1.used, held.used);
+  EXPECT_EQ(v1.free, held.free);
+
+  other.kill_and_wait();
+  const nvmlMemory_v2_t after = memory_v2();
+  EXPECT_EQ(after.used, before.used);
+  EXPECT_EQ(after.free, before.free);
+}
+
+TEST_F(NvmlTest, ComputeProcessesListAnotherProcessUntilItIsKilled) {
+  MemoryHolder other(0, kHeldBytes);
+  ASSERT_TRUE(other.charged());
+
+  const std::vector<nvmlProcessInfo_t> with_other = processes();
+  const nvmlProcessInfo_t* info = find(with_other, other.pid());
+  ASSERT_NE(info, nullptr) << "pid " << other.pid() << " missing";
+  EXPECT_EQ(info->usedGpuMemory, kHeldBytes);
+  EXPECT_EQ(info->gpuInstanceId, kNoMigInstance);
+  EXPECT_EQ(info->computeInstanceId, kNoMigInstance);
+
+  const pid_t pid = other.pid();
+  other.kill_and_wait();
+  const std::vector<nvmlProcessInfo_t> without = processes();
+  EXPECT_EQ(find(without, pid), nullptr);
+  EXPECT_EQ(without.size(), with_other.size() - 1);
+}
+
+TEST_F(NvmlTest, ComputeProcessesReportTheCountNeededWhenTheArrayIsTooSmall) {
+  const size_t others = processes().size();
+  MemoryHolder first(0, kHeldBytes), second(0, kHeldBytes);
+  ASSERT_TRUE(first.charged());
+  ASSERT_TRUE(second.charged());
+  const auto needed = static_cast<unsigned int>(others + 2);
+
+  // A count query: no array at all.
+  unsigned int count = 0;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device0_, &count, nullptr),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, needed);
+
+  // One entry short: the count needed comes back and nothing is written.
+  std::vector<nvmlProcessInfo_t> infos(needed - 1);
+  for (nvmlProcessInfo_t& info : infos)
+    info.pid = 0xdead;
+  count = needed - 1;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device0_, &count, infos.data()),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, needed);
+  for (const nvmlProcessInfo_t& info : infos)
+    EXPECT_EQ(info.pid, 0xdeadu);
+
+  // Room to spare: the count written is the count found.
+  infos.resize(needed + 3);
+  count = needed + 3;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device0_, &count, infos.data()), NVML_SUCCESS);
+  EXPECT_EQ(count, needed);
+
+  // A non-zero capacity needs an array.
+  count = 1;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device0_, &count, nullptr),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(NvmlTest, ComputeProcessesOfEveryVersionDescribeTheSameProcesses) {
+  MemoryHolder other(0, kHeldBytes);
+  ASSERT_TRUE(other.charged());
+  const auto expected = static_cast<unsigned int>(processes().size());
+
+  std::vector<nvmlProcessInfo_v1_t> v1(expected);
+  unsigned int count = expected;
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses(device0_, &count, v1.data()), NVML_SUCCESS);
+  ASSERT_EQ(count, expected);
+  std::vector<nvmlProcessInfo_v2_t> v2(expected);
+  ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses_v2(device0_, &count, v2.data()), NVML_SUCCESS);
+  ASSERT_EQ(count, expected);
+
+  bool found = false;
+  for (unsigned int i = 0; i < expected; ++i) {
+    EXPECT_EQ(v1[i].pid, v2[i].pid);
+    EXPECT_EQ(v1[i].usedGpuMemory, v2[i].usedGpuMemory);
+    EXPECT_EQ(v2[i].gpuInstanceId, kNoMigInstance);
+    if (v1[i].pid == static_cast<unsigned int>(other.pid())) {
+      found = true;
+      EXPECT_EQ(v1[i].usedGpuMemory, kHeldBytes);
+    }
+  }
+  EXPECT_TRUE(found);
+
+  count = 0;
+  EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses(device0_, &count, nullptr),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, expected);
+}
+
+TEST(NvmlErrorString, NamesEveryCodeAndNeverReturnsNull) {
+  for (int code = 0; code <= 31; ++code)
+    EXPECT_NE(nvmlErrorString(static_cast<nvmlReturn_t>(code)), nullptr) << code;
+  EXPECT_STREQ(nvmlErrorString(NVML_SUCCESS), "Success");
+  EXPECT_STREQ(nvmlErrorString(NVML_ERROR_INSUFFICIENT_SIZE), "Insufficient Size");
+  EXPECT_STREQ(nvmlErrorString(NVML_ERROR_UNKNOWN), "Unknown Error");
+  EXPECT_STREQ(nvmlErrorString(static_cast<nvmlReturn_t>(12345)), "Unknown Error");
+}
+
+}  // namespace
