@@ -140,8 +140,13 @@ FAKECUDA_EXPORT CUresult cuInit(unsigned int flags) {
 
 FAKECUDA_EXPORT CUresult cuDriverGetVersion(int* version) {
   FAKECUDA_REQUIRE(version, CUDA_ERROR_INVALID_VALUE);
-  // Answers before cuInit, as the real driver does; read from the
-  // environment then, since the configuration is not loaded yet.
+  Driver& d = Driver::get();
+  if (d.check() == CUDA_SUCCESS) {
+    *version = static_cast<int>(d.config().machine.driver_version);
+    return CUDA_SUCCESS;
+  }
+  // Answers before cuInit, as the real driver does: from the environment,
+  // since the configuration is not loaded yet.
   Config config;
   std::string error;
   *version = static_cast<int>(load_config(config, error) ? config.machine.driver_version : 13000);
@@ -246,6 +251,18 @@ FAKECUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   std::lock_guard<std::mutex> guard(Driver::get().mu);
   CUctx_st* ctx = nullptr;
   if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  *device = ctx->ordinal;
+  return CUDA_SUCCESS;
+}
+
+// CUDA 13: the context is named; NULL means the current one.
+FAKECUDA_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(device, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  if (!ctx)
+    if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  FAKECUDA_REQUIRE(live_context(ctx), CUDA_ERROR_INVALID_CONTEXT);
   *device = ctx->ordinal;
   return CUDA_SUCCESS;
 }

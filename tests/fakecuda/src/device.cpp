@@ -175,15 +175,6 @@ FAKECUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-// The CUDA 2.0 ABI: 32-bit sizes, saturated like the real driver's.
-FAKECUDA_EXPORT CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
-  size_t total = 0;
-  if (CUresult r = cuDeviceTotalMem_v2(&total, dev); r != CUDA_SUCCESS) return r;
-  FAKECUDA_REQUIRE(bytes, CUDA_ERROR_INVALID_VALUE);
-  *bytes = total > 0xffffffffu ? 0xffffffffu : static_cast<unsigned int>(total);
-  return CUDA_SUCCESS;
-}
-
 FAKECUDA_EXPORT CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
   const VisibleDevice* d = nullptr;
   if (CUresult r = checked_device(dev, &d); r != CUDA_SUCCESS) return r;

@@ -455,6 +455,14 @@ FAKECUDA_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* 
 FAKECUDA_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* status) {
   return is_capturing(s, status, DefaultStream::kPerThread);
 }
+FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status,
+                                                cuuint64_t* id) {
+  return capture_info(s, status, id, nullptr, nullptr, nullptr, nullptr, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus* status,
+                                                     cuuint64_t* id) {
+  return capture_info(s, status, id, nullptr, nullptr, nullptr, nullptr, DefaultStream::kPerThread);
+}
 FAKECUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus* status,
                                                    cuuint64_t* id, CUgraph* graph,
                                                    const CUgraphNode** deps, size_t* count) {
@@ -664,13 +672,20 @@ FAKECUDA_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s) {
   return launch(exec, s, DefaultStream::kPerThread);
 }
 
-FAKECUDA_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream s) {
+// Uploading prepares a launch; there is nothing to prepare here.
+static CUresult upload(CUgraphExec exec, CUstream s, DefaultStream mode) {
   FAKECUDA_REQUIRE_INIT();
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   FAKECUDA_REQUIRE(d.is_live(exec, kGraphExecMagic), CUDA_ERROR_INVALID_VALUE);
   CUstream_st* used = nullptr;
-  return resolve_stream(s, DefaultStream::kLegacy, &used);
+  return resolve_stream(s, mode, &used);
+}
+FAKECUDA_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream s) {
+  return upload(exec, s, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream s) {
+  return upload(exec, s, DefaultStream::kPerThread);
 }
 
 // ---- Graph memory --------------------------------------------------------------------

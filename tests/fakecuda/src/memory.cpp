@@ -14,9 +14,9 @@
 
 using namespace fakecuda;
 
-namespace {
+namespace fakecuda {
 
-CUresult allocate(size_t bytes, AllocationKind kind, bool low_32bit, uintptr_t* out) {
+CUresult allocate_device(size_t bytes, AllocationKind kind, bool low_32bit, uintptr_t* out) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
   FAKECUDA_REQUIRE(bytes > 0, CUDA_ERROR_INVALID_VALUE);
@@ -71,6 +71,10 @@ CUresult free_device(uintptr_t ptr) {
   release_allocation_locked(it->second);
   return CUDA_SUCCESS;
 }
+
+}  // namespace fakecuda
+
+namespace {
 
 CUresult copy(DefaultStream mode, CUstream stream, bool sync, void* dst, const void* src,
               size_t bytes) {
@@ -142,18 +146,8 @@ FAKECUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(dptr, CUDA_ERROR_INVALID_VALUE);
   uintptr_t p = 0;
-  CUresult r = allocate(bytesize, AllocationKind::kLinear, false, &p);
+  CUresult r = allocate_device(bytesize, AllocationKind::kLinear, false, &p);
   if (r == CUDA_SUCCESS) *dptr = p;
-  return r;
-}
-
-// The CUDA 2.0 ABI with 32-bit device pointers: served from the low 2 GiB.
-FAKECUDA_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
-  FAKECUDA_REQUIRE_INIT();
-  FAKECUDA_REQUIRE(dptr, CUDA_ERROR_INVALID_VALUE);
-  uintptr_t p = 0;
-  CUresult r = allocate(bytesize, AllocationKind::kLinear, true, &p);
-  if (r == CUDA_SUCCESS) *dptr = static_cast<CUdeviceptr_v1>(p);
   return r;
 }
 
@@ -166,7 +160,7 @@ FAKECUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, s
   FAKECUDA_REQUIRE(WidthInBytes > 0 && Height > 0, CUDA_ERROR_INVALID_VALUE);
   const size_t pitch = round_up(WidthInBytes, 512);  // CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT
   uintptr_t p = 0;
-  CUresult r = allocate(pitch * Height, AllocationKind::kLinear, false, &p);
+  CUresult r = allocate_device(pitch * Height, AllocationKind::kLinear, false, &p);
   if (r == CUDA_SUCCESS) {
     *dptr = p;
     *pPitch = pitch;
@@ -181,15 +175,12 @@ FAKECUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, u
                    CUDA_ERROR_INVALID_VALUE);
   // Charged to the device at allocation: the simulator does not migrate pages.
   uintptr_t p = 0;
-  CUresult r = allocate(bytesize, AllocationKind::kManaged, false, &p);
+  CUresult r = allocate_device(bytesize, AllocationKind::kManaged, false, &p);
   if (r == CUDA_SUCCESS) *dptr = p;
   return r;
 }
 
 FAKECUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  return free_device(dptr);
-}
-FAKECUDA_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
   return free_device(dptr);
 }
 
@@ -208,15 +199,6 @@ FAKECUDA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   const uint64_t used = d.shared().used(physical);
   *total = capacity;
   *free = used >= capacity ? 0 : capacity - used;
-  return CUDA_SUCCESS;
-}
-
-FAKECUDA_EXPORT CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
-  size_t f = 0, t = 0;
-  FAKECUDA_REQUIRE(free && total, CUDA_ERROR_INVALID_VALUE);
-  if (CUresult r = cuMemGetInfo_v2(&f, &t); r != CUDA_SUCCESS) return r;
-  *free = f > 0xffffffffu ? 0xffffffffu : static_cast<unsigned int>(f);
-  *total = t > 0xffffffffu ? 0xffffffffu : static_cast<unsigned int>(t);
   return CUDA_SUCCESS;
 }
 

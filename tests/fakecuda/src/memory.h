@@ -5,6 +5,12 @@
 
 namespace fakecuda {
 
+// Linear device memory for the current context, charged in 2 MiB pages;
+// `low_32bit` serves the CUDA 2.0 ABI's 32-bit pointers.
+CUresult allocate_device(size_t bytes, AllocationKind kind, bool low_32bit, uintptr_t* out);
+// cuMemFree: waits for the owning context's work, then releases.
+CUresult free_device(uintptr_t ptr);
+
 // Unregisters `allocation`, returns its charge (to the device, its pool or
 // the graph pool) and unmaps what we mapped (caller holds Driver::mu).
 void release_allocation_locked(const Allocation& allocation);

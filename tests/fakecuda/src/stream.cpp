@@ -240,18 +240,46 @@ FAKECUDA_STREAM_GETTER(cuStreamGetCtx, CUcontext, s->ctx)
 FAKECUDA_STREAM_GETTER(cuStreamGetId, unsigned long long, s->id)
 FAKECUDA_STREAM_GETTER(cuStreamGetDevice, CUdevice, s->ctx->ordinal)
 
+// CUDA 12.5: also the green context, which the simulator never has.
+static CUresult stream_get_ctx_v2(CUstream handle, CUcontext* pctx, CUgreenCtx* green,
+                                  DefaultStream mode) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pctx && green, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUstream_st* s = nullptr;
+  if (CUresult r = resolve_stream(handle, mode, &s); r != CUDA_SUCCESS) return r;
+  *pctx = s->ctx;
+  *green = nullptr;
+  return CUDA_SUCCESS;
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext* pctx, CUgreenCtx* green) {
+  return stream_get_ctx_v2(s, pctx, green, DefaultStream::kLegacy);
+}
+FAKECUDA_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext* pctx, CUgreenCtx* green) {
+  return stream_get_ctx_v2(s, pctx, green, DefaultStream::kPerThread);
+}
+
 // ---- Context and device synchronisation --------------------------------------------
 
-FAKECUDA_EXPORT CUresult cuCtxSynchronize() {
+static CUresult context_synchronize(CUcontext ctx) {
   FAKECUDA_REQUIRE_INIT();
   Driver& d = Driver::get();
   std::unique_lock<std::mutex> lock(d.mu);
   if (CUresult r = capture_forbids_unsafe_call_locked(); r != CUDA_SUCCESS) return r;
-  CUctx_st* ctx = nullptr;
-  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  if (!ctx)
+    if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  FAKECUDA_REQUIRE(live_context(ctx), CUDA_ERROR_INVALID_CONTEXT);
   d.executor().wait_context_idle(lock, ctx);
   trim_pools_after_sync_locked(ctx->physical);
   return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxSynchronize() {
+  return context_synchronize(nullptr);
+}
+// CUDA 13: the context is named; NULL means the current one.
+FAKECUDA_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  return context_synchronize(ctx);
 }
 
 // ---- Events ----------------------------------------------------------------------------

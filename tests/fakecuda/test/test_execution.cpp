@@ -34,17 +34,17 @@ TEST_F(Execution, LaunchesAreAsynchronousAndEventsTimeThem) {
   ASSERT_CU(cuEventCreate(&end, 0));
   ASSERT_CU(cuEventRecord(start, stream));
   for (int i = 0; i < 5; ++i)
-    ASSERT_CU(spin(stream, 20 * kMs));
+    ASSERT_CU(spin(stream, 100 * kMs));
   ASSERT_CU(cuEventRecord(end, stream));
-  EXPECT_EQ(cuStreamQuery(stream), CUDA_ERROR_NOT_READY) << "100 ms of work cannot be done yet";
+  EXPECT_EQ(cuStreamQuery(stream), CUDA_ERROR_NOT_READY) << "500 ms of work cannot be done yet";
   EXPECT_EQ(cuEventQuery(end), CUDA_ERROR_NOT_READY);
   float ms = 0;
   EXPECT_EQ(cuEventElapsedTime(&ms, start, end), CUDA_ERROR_NOT_READY);
   ASSERT_CU(cuEventSynchronize(end));
   EXPECT_CU(cuStreamQuery(stream));
   ASSERT_CU(cuEventElapsedTime(&ms, start, end));
-  EXPECT_GE(ms, 100.0f);
-  EXPECT_LT(ms, 2000.0f);
+  EXPECT_GE(ms, 500.0f);
+  EXPECT_LT(ms, 5000.0f);
   ASSERT_CU(cuEventDestroy_v2(start));
   ASSERT_CU(cuEventDestroy_v2(end));
   ASSERT_CU(cuStreamDestroy_v2(stream));
@@ -118,15 +118,15 @@ TEST_F(Execution, LegacyDefaultStreamSynchronisesWithBlockingStreams) {
   ASSERT_CU(cuEventCreate(&free_running, 0));
   ASSERT_CU(cuEventRecord(begin, non_blocking));
   ASSERT_CU(cuStreamSynchronize(non_blocking));
-  ASSERT_CU(spin(nullptr, 40 * kMs));                    // legacy stream
+  ASSERT_CU(spin(nullptr, 300 * kMs));                   // legacy stream
   ASSERT_CU(cuEventRecord(after_legacy, blocking));      // waits for it
   ASSERT_CU(cuEventRecord(free_running, non_blocking));  // does not
   ASSERT_CU(cuCtxSynchronize());
   float blocked = 0, not_blocked = 0;
   ASSERT_CU(cuEventElapsedTime(&blocked, begin, after_legacy));
   ASSERT_CU(cuEventElapsedTime(&not_blocked, begin, free_running));
-  EXPECT_GE(blocked, 40.0f);
-  EXPECT_LT(not_blocked, 40.0f);
+  EXPECT_GE(blocked, 300.0f);
+  EXPECT_LT(not_blocked, 300.0f);
 }
 
 TEST_F(Execution, PerThreadDefaultStreamIsPerThread) {

@@ -3,7 +3,12 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
 
 #include "support.h"
 
@@ -95,6 +100,82 @@ TEST(Lookup, ExportTableIsPresent) {
   std::memcpy(test_id.bytes, "fakecuda-test-01", 16);
   ASSERT_CU(cuGetExportTable(&table, &test_id));
   EXPECT_NE(table, nullptr);
+}
+
+// cudaTypedefs.h names every variant: PFN_<base>_v<version>[_ptsz|_ptds].
+struct Variants {
+  std::vector<int> legacy;
+  std::vector<std::pair<int, std::string>> per_thread;  // version, suffix
+};
+
+std::map<std::string, Variants> toolkit_variants() {
+  std::ifstream in(CUDA_TYPEDEFS_H);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  std::map<std::string, Variants> out;
+  for (size_t pos = all.find("PFN_"); pos != std::string::npos; pos = all.find("PFN_", pos + 1)) {
+    const size_t end = all.find(')', pos);
+    const std::string name = all.substr(pos + 4, end - pos - 4);
+    std::string suffix;
+    std::string rest = name;
+    if (rest.size() > 5 && (rest.ends_with("_ptsz") || rest.ends_with("_ptds"))) {
+      suffix = rest.substr(rest.size() - 5);
+      rest.resize(rest.size() - 5);
+    }
+    const size_t v = rest.rfind("_v");
+    if (v == std::string::npos || rest.find_first_not_of("0123456789", v + 2) != std::string::npos)
+      continue;
+    const std::string base = rest.substr(0, v);
+    const int version = std::stoi(rest.substr(v + 2));
+    Variants& variants = out[base];
+    if (suffix.empty())
+      variants.legacy.push_back(version);
+    else
+      variants.per_thread.emplace_back(version, suffix);
+  }
+  for (auto& [base, variants] : out) {
+    std::sort(variants.legacy.begin(), variants.legacy.end());
+    variants.legacy.erase(std::unique(variants.legacy.begin(), variants.legacy.end()),
+                          variants.legacy.end());
+  }
+  return out;
+}
+
+std::string variant_name(const std::string& base, size_t index) {
+  return index == 0 ? base : base + "_v" + std::to_string(index + 1);
+}
+
+// For every function the simulator knows, every variant the toolkit names
+// up to the driver's version is served, as the exported symbol of that
+// variant: a caller never gets another ABI than it asked for.
+TEST(Lookup, EveryVariantTheToolkitNamesIsServed) {
+  size_t checked = 0;
+  for (const auto& [base, variants] : toolkit_variants()) {
+    CUdriverProcAddressQueryResult status{};
+    lookup(base.c_str(), 13000, 0, &status);
+    if (status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) continue;  // not simulated
+    for (size_t i = 0; i < variants.legacy.size(); ++i) {
+      const int version = variants.legacy[i];
+      if (version > 13000) continue;
+      EXPECT_EQ(lookup(base.c_str(), version, CU_GET_PROC_ADDRESS_LEGACY_STREAM),
+                exported(variant_name(base, i).c_str()))
+          << base << " at " << version;
+      ++checked;
+    }
+    for (const auto& [version, suffix] : variants.per_thread) {
+      if (version > 13000) continue;
+      size_t i = 0;  // the legacy variant this per-thread one belongs to
+      while (i + 1 < variants.legacy.size() && variants.legacy[i + 1] <= version)
+        ++i;
+      const std::string name = variant_name(base, i) + suffix;
+      EXPECT_EQ(lookup(base.c_str(), version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+                exported(name.c_str()))
+          << base << " at " << version << " per thread";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200u);
 }
 
 }  // namespace
