@@ -1,0 +1,34 @@
+#include "simulated_machine.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace integration {
+
+SimulatedMachine::SimulatedMachine(std::string memory) : memory_(std::move(memory)) {}
+
+Environment SimulatedMachine::environment() const {
+  return {
+      {"LD_LIBRARY_PATH", FAKECUDA_LIB_DIR},
+      {"FAKECUDA_STATE", directory_.path() + "/state"},
+      {"FAKECUDA_TRACE", directory_.path() + "/trace"},
+      {"FAKECUDA_DEVICES", "1"},
+      {"FAKECUDA_MEM", memory_},
+  };
+}
+
+std::vector<TracedKernel> SimulatedMachine::traced_kernels() const {
+  std::vector<TracedKernel> kernels;
+  std::ifstream trace(directory_.path() + "/trace");
+  for (std::string line; std::getline(trace, line);) {
+    std::istringstream fields(line);
+    TracedKernel kernel;
+    if (fields >> kernel.pid >> kernel.device >> kernel.stream >> kernel.start_ns >>
+        kernel.end_ns >> kernel.name) {
+      kernels.push_back(kernel);
+    }
+  }
+  return kernels;
+}
+
+}  // namespace integration

@@ -1,0 +1,43 @@
+// A simulated GPU machine of one test's own: the simulator's libcuda.so.1,
+// a fresh state file, so that tests running in parallel never share device
+// memory or a device timeline, and a trace of the kernels it executed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workload_process.h"
+
+namespace integration {
+
+// Built by CMake (see CMakeLists.txt).
+inline const std::string kAllocator = WORKLOAD_ALLOCATOR_PATH;
+inline const std::string kSpinner = WORKLOAD_SPINNER_PATH;
+
+// One line of FAKECUDA_TRACE: "pid device stream start_ns end_ns name".
+struct TracedKernel {
+  int pid = 0;
+  uint32_t device = 0;
+  uint64_t stream = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string name;
+};
+
+class SimulatedMachine {
+ public:
+  // `memory`: FAKECUDA_MEM, the memory of the one device.
+  explicit SimulatedMachine(std::string memory = "4G");
+
+  // What a workload needs to run on this machine.
+  Environment environment() const;
+
+  std::vector<TracedKernel> traced_kernels() const;
+
+ private:
+  TemporaryDirectory directory_;
+  std::string memory_;
+};
+
+}  // namespace integration

@@ -1,0 +1,95 @@
+// Runs a workload binary as a child process, with the environment a test
+// chooses, and reads its key=value report.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace integration {
+
+// Variables to set in the child, on top of this process's environment.
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// A report line as the workloads print it (tests/workloads/README.md).
+class Report {
+ public:
+  static Report parse(std::string_view line);
+
+  bool has(std::string_view key) const;
+  // The value of `key`; a test failure and "" when it is missing.
+  std::string text(std::string_view key) const;
+  // The value of `key` as an unsigned number; a test failure and 0 when it is
+  // missing or not a number.
+  uint64_t number(std::string_view key) const;
+  // A comma-separated list of numbers.
+  std::vector<uint64_t> numbers(std::string_view key) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+struct WorkloadRun {
+  int exit_status = -1;  // the exit code, or 128 + the signal that ended it
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  Report report;  // the last line of `out`
+
+  // Everything a failed assertion should show.
+  std::string describe() const;
+};
+
+// A fresh temporary directory, removed with its files on destruction.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory();
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+  ~TemporaryDirectory();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A started workload. Its output goes to files, so that a test can look at
+// it while the workload runs.
+class WorkloadProcess {
+ public:
+  WorkloadProcess(const std::string& program, const std::vector<std::string>& args,
+                  const Environment& environment);
+  WorkloadProcess(const WorkloadProcess&) = delete;
+  WorkloadProcess& operator=(const WorkloadProcess&) = delete;
+  // Kills the process if it still runs; its output files go with output_.
+  ~WorkloadProcess();
+
+  bool started() const { return pid_ > 0; }
+  // Waits until stdout contains `text`; false if the process ended or the
+  // time ran out first.
+  bool wait_for_output(std::string_view text, std::chrono::milliseconds timeout);
+  void kill_now();
+  // Waits for the process to end, killing it after `timeout`.
+  WorkloadRun wait(std::chrono::milliseconds timeout);
+
+ private:
+  std::string read_stdout() const;
+
+  TemporaryDirectory output_;
+  pid_t pid_ = -1;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+// Runs a workload to completion (at most `timeout`).
+WorkloadRun run_workload(const std::string& program, const std::vector<std::string>& args,
+                         const Environment& environment,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+}  // namespace integration
