@@ -107,14 +107,17 @@ SharedState* SharedState::open(const std::string& path, const MachineConfig& wan
   if (map == MAP_FAILED) return fail("cannot map " + path + ": " + std::strerror(errno));
   auto* layout = static_cast<Layout*>(map);
 
+  // A file of ours whose counts are out of range was damaged: not ours.
   const bool ours = sized && layout->magic == kMagic && layout->version == kVersion &&
-                    layout->layout_size == sizeof(Layout);
+                    layout->layout_size == sizeof(Layout) &&
+                    layout->machine.device_count <= kMaxDevices &&
+                    layout->slots_in_use.load(std::memory_order_relaxed) <= kMaxProcesses;
   if (!ours || !(layout->machine == wanted)) {
     if (sized && locked_by_other(fd, 0, kMaxProcesses)) {
       munmap(map, sizeof(Layout));
       return fail(path + " is in use by running processes that simulate " +
                   (ours ? std::string("another machine (different FAKECUDA_* settings)")
-                        : std::string("with another fakecuda version")) +
+                        : std::string("with another fakecuda version, or it is damaged")) +
                   "; use the same settings or another FAKECUDA_STATE");
     }
     // Nobody is attached: (re)build the machine as asked. The magic is written
@@ -162,7 +165,7 @@ bool SharedState::slot_alive(uint32_t slot) const {
 }
 
 void SharedState::reap_dead_locked() {
-  const uint32_t n = layout_->slots_in_use.load(std::memory_order_relaxed);
+  const uint32_t n = slots_in_use();
   for (uint32_t i = 0; i < n; ++i) {
     Slot& s = layout_->slots[i];
     if (s.pid.load(std::memory_order_relaxed) == 0 || slot_alive(i)) continue;
@@ -190,7 +193,7 @@ bool SharedState::attach() {
       s.contexts[d].store(0, std::memory_order_relaxed);
     }
     s.pid.store(getpid(), std::memory_order_release);
-    uint32_t in_use = layout_->slots_in_use.load(std::memory_order_relaxed);
+    uint32_t in_use = slots_in_use();
     if (i + 1 > in_use) layout_->slots_in_use.store(i + 1, std::memory_order_relaxed);
     slot_ = static_cast<int>(i);
     attached = true;
@@ -209,9 +212,13 @@ void SharedState::forget_after_fork() {
   slot_ = -1;
 }
 
+uint32_t SharedState::slots_in_use() const {
+  return std::min(layout_->slots_in_use.load(std::memory_order_relaxed), kMaxProcesses);
+}
+
 uint64_t SharedState::used_locked(uint32_t dev) const {
   uint64_t total = 0;
-  const uint32_t n = layout_->slots_in_use.load(std::memory_order_relaxed);
+  const uint32_t n = slots_in_use();
   for (uint32_t i = 0; i < n; ++i) {
     const Slot& s = layout_->slots[i];
     if (s.pid.load(std::memory_order_relaxed) != 0)
@@ -254,7 +261,7 @@ size_t SharedState::processes(uint32_t dev, ProcessUsage* out, size_t capacity) 
   size_t found = 0;
   lock();
   reap_dead_locked();
-  const uint32_t n = layout_->slots_in_use.load(std::memory_order_relaxed);
+  const uint32_t n = slots_in_use();
   for (uint32_t i = 0; i < n; ++i) {
     const Slot& s = layout_->slots[i];
     const int32_t pid = s.pid.load(std::memory_order_relaxed);

@@ -84,6 +84,7 @@ class SharedState {
   bool slot_alive(uint32_t slot) const;
   void reap_dead_locked();
   uint64_t used_locked(uint32_t dev) const;
+  uint32_t slots_in_use() const;
 
   int fd_;
   Layout* layout_;

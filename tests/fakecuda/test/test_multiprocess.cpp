@@ -85,5 +85,16 @@ TEST(MultiProcess, AnotherMachineConfigurationIsRefusedWhileTheFileIsInUse) {
   EXPECT_EQ(out, "CUDA_ERROR_OPERATING_SYSTEM\n");
 }
 
+TEST(MultiProcess, ADamagedStateFileNobodyUsesIsRebuilt) {
+  const std::string path = test_dir() + "/damaged";
+  {
+    std::ofstream junk(path, std::ios::binary);
+    const std::string bytes(1 << 20, '\xff');
+    junk << bytes;
+  }
+  const std::string out = run_helper({"devices"}, {{"FAKECUDA_STATE", path}});
+  EXPECT_EQ(out.substr(0, 2), "2\n") << out;
+}
+
 }  // namespace
 }  // namespace fakecuda::test
