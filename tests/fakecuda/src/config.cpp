@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "gpulimit/byte_size.h"
+
 namespace fakecuda {
 namespace {
 
@@ -84,38 +86,6 @@ bool MachineConfig::operator==(const MachineConfig& other) const {
   return std::memcmp(this, &other, sizeof(*this)) == 0;
 }
 
-bool parse_size(const std::string& text, uint64_t& out) {
-  if (text.empty()) return false;
-  uint64_t shift = 0;
-  std::string digits = text;
-  switch (text.back()) {
-    case 'K':
-    case 'k':
-      shift = 10;
-      break;
-    case 'M':
-    case 'm':
-      shift = 20;
-      break;
-    case 'G':
-    case 'g':
-      shift = 30;
-      break;
-    case 'T':
-    case 't':
-      shift = 40;
-      break;
-    default:
-      break;
-  }
-  if (shift) digits.pop_back();
-  uint64_t value = 0;
-  if (!parse_uint(digits, value)) return false;
-  if (shift && value > (~0ull >> shift)) return false;
-  out = value << shift;
-  return true;
-}
-
 std::string format_uuid(const char (&uuid)[16]) {
   char text[64];
   const auto* b = reinterpret_cast<const unsigned char*>(uuid);
@@ -149,9 +119,13 @@ bool load_config(Config& out, std::string& error) {
   m.driver_version = static_cast<uint32_t>(driver_version);
 
   uint64_t context_mem = kDefaultContextMem;
-  if (const char* raw = env("FAKECUDA_CTX_MEM"); raw && !parse_size(raw, context_mem)) {
-    error = std::string("FAKECUDA_CTX_MEM=") + raw + ": expected a size such as 256M";
-    return false;
+  if (const char* raw = env("FAKECUDA_CTX_MEM")) {
+    std::optional<uint64_t> bytes = gpulimit::parse_byte_size(raw);
+    if (!bytes) {
+      error = std::string("FAKECUDA_CTX_MEM=") + raw + ": expected a size such as 256M";
+      return false;
+    }
+    context_mem = *bytes;
   }
 
   uint32_t cc_major = 9, cc_minor = 0;
@@ -185,9 +159,9 @@ bool load_config(Config& out, std::string& error) {
     d.uuid[15] = static_cast<char>(i);
   }
   auto parse_mem = [&](uint32_t i, const std::string& part) {
-    uint64_t bytes = 0;
-    if (!parse_size(part, bytes) || bytes < (64ull << 20)) return false;
-    m.devices[i].total_mem = bytes;
+    std::optional<uint64_t> bytes = gpulimit::parse_byte_size(part);
+    if (!bytes || *bytes < (64ull << 20)) return false;
+    m.devices[i].total_mem = *bytes;
     return true;
   };
   auto parse_sms = [&](uint32_t i, const std::string& part) {

@@ -49,10 +49,6 @@ struct Config {
 // and sets `error` to one line naming the variable.
 bool load_config(Config& out, std::string& error);
 
-// "16G", "512M", "1.5G" is refused: whole numbers with an optional K/M/G/T
-// (binary) suffix, or plain bytes.
-bool parse_size(const std::string& text, uint64_t& out);
-
 // Formats a UUID the way NVML and nvidia-smi print it: GPU-xxxxxxxx-xxxx-...
 std::string format_uuid(const char (&uuid)[16]);
 

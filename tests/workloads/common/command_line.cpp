@@ -2,7 +2,7 @@
 
 #include <errno.h>
 
-#include "byte_size.h"
+#include "gpulimit/byte_size.h"
 
 namespace workloads {
 
@@ -32,7 +32,7 @@ CLI::Option* add_byte_size_option(CLI::App& app, const std::string& name, uint64
   // A transform, so that CLI11 then reads plain digits into the integer.
   CLI::Validator to_bytes(
       [](std::string& text) {
-        std::optional<uint64_t> parsed = parse_byte_size(text);
+        std::optional<uint64_t> parsed = gpulimit::parse_byte_size(text);
         if (!parsed) return "'" + text + "' is not a size such as 4096, 512M or 10G";
         text = std::to_string(*parsed);
         return std::string();

@@ -26,7 +26,7 @@ struct DriverOptions {
 // Adds --device, --access and --stream-mode.
 void add_driver_options(CLI::App& app, DriverOptions& options);
 
-// Adds an option that takes a size such as 512M or 10G (see byte_size.h).
+// Adds an option that takes a size such as 512M or 10G (see gpulimit/byte_size.h).
 CLI::Option* add_byte_size_option(CLI::App& app, const std::string& name, uint64_t& bytes,
                                   const std::string& description);
 

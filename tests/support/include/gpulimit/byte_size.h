@@ -1,8 +1,17 @@
-#include "byte_size.h"
+// Sizes as people write them: plain bytes, or a whole number with a binary
+// suffix K, M, G or T (either case), so "10G" is 10 << 30. Fractions, other
+// suffixes and values that do not fit in 64 bits are refused. The simulator
+// (FAKECUDA_MEM) and the workloads (--target, --chunk) read sizes with this one
+// function, so one string means one size everywhere.
+#pragma once
 
-namespace workloads {
+#include <cstdint>
+#include <optional>
+#include <string_view>
 
-std::optional<uint64_t> parse_byte_size(std::string_view text) {
+namespace gpulimit {
+
+inline std::optional<uint64_t> parse_byte_size(std::string_view text) {
   unsigned shift = 0;
   if (!text.empty()) {
     switch (text.back()) {
@@ -28,7 +37,6 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   }
   if (shift != 0) text.remove_suffix(1);
   if (text.empty()) return std::nullopt;
-
   uint64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
@@ -40,4 +48,4 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   return value << shift;
 }
 
-}  // namespace workloads
+}  // namespace gpulimit
