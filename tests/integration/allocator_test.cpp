@@ -81,11 +81,7 @@ INSTANTIATE_TEST_SUITE_P(EveryPath, AllocatorPathTest,
                          testing::Combine(testing::ValuesIn(kAllocationPaths),
                                           testing::ValuesIn(kAccessPaths),
                                           testing::ValuesIn(kStreamModes)),
-                         [](const auto& test) {
-                           return test_name(std::get<0>(test.param) + "_" +
-                                            std::get<1>(test.param) + "_" +
-                                            std::get<2>(test.param));
-                         });
+                         PathNamer());
 
 class AllocatorOutOfMemoryTest : public testing::TestWithParam<std::string> {
  protected:

@@ -79,11 +79,7 @@ INSTANTIATE_TEST_SUITE_P(EveryPath, SpinnerPathTest,
                          testing::Combine(testing::ValuesIn(kLaunchPaths),
                                           testing::ValuesIn(kAccessPaths),
                                           testing::ValuesIn(kStreamModes)),
-                         [](const auto& test) {
-                           return test_name(std::get<0>(test.param) + "_" +
-                                            std::get<1>(test.param) + "_" +
-                                            std::get<2>(test.param));
-                         });
+                         PathNamer());
 
 class SpinnerGraphTest : public testing::TestWithParam<std::string> {
  protected:

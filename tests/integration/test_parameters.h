@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace integration {
@@ -19,5 +20,14 @@ inline std::string test_name(std::string value) {
   std::replace(value.begin(), value.end(), '-', '_');
   return value;
 }
+
+// Names a test of one (path, access path, stream mode) combination.
+struct PathNamer {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    const auto& [path, access, stream_mode] = info.param;
+    return test_name(path + "_" + access + "_" + stream_mode);
+  }
+};
 
 }  // namespace integration

@@ -531,9 +531,11 @@ static CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNo
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph graph,
-                                              const CUgraphNode* deps, size_t count,
-                                              const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+// Both node-parameter versions carry the launch the same way (v2 adds the
+// kernel and context handles, which the simulator does not need).
+template <typename Params>
+static CUresult add_kernel_node_with(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
+                                     size_t count, const Params* p) {
   FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
   return add_kernel_node(out, graph, deps, count, p->func,
                          LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
@@ -543,16 +545,16 @@ FAKECUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph graph,
                          p->kernelParams, p->extra);
 }
 
+FAKECUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph graph,
+                                              const CUgraphNode* deps, size_t count,
+                                              const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return add_kernel_node_with(out, graph, deps, count, p);
+}
+
 FAKECUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph graph,
                                                  const CUgraphNode* deps, size_t count,
                                                  const CUDA_KERNEL_NODE_PARAMS* p) {
-  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
-  return add_kernel_node(out, graph, deps, count, p->func,
-                         LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
-                                     {p->blockDimX, p->blockDimY, p->blockDimZ},
-                                     p->sharedMemBytes,
-                                     false},
-                         p->kernelParams, p->extra);
+  return add_kernel_node_with(out, graph, deps, count, p);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph graph,
