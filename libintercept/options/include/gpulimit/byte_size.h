@@ -1,8 +1,9 @@
 // Sizes as people write them: plain bytes, or a whole number with a binary
 // suffix K, M, G or T (either case), so "10G" is 10 << 30. Fractions, other
-// suffixes and values that do not fit in 64 bits are refused. The simulator
-// (FAKECUDA_MEM) and the workloads (--target, --chunk) read sizes with this one
-// function, so one string means one size everywhere.
+// suffixes and values that do not fit in 64 bits are refused. gpulimit's
+// options (--mem, GPULIMIT_MEM), the simulator (FAKECUDA_MEM) and the
+// workloads (--target, --chunk) read sizes with this one function, so one
+// string means one size everywhere.
 #pragma once
 
 #include <cstdint>

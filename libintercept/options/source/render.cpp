@@ -1,0 +1,66 @@
+// Limits written back as variables, in the one spelling each value has:
+// bytes in the largest binary unit that divides them (10240M is 10G,
+// 1536M stays 1536M), devices in ascending order.
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "gpulimit/options/environment.h"
+#include "no_throw.h"
+
+namespace gpulimit::options {
+namespace {
+
+struct Unit {
+  unsigned shift;
+  char suffix;
+};
+
+constexpr Unit kUnits[] = {{40, 'T'}, {30, 'G'}, {20, 'M'}, {10, 'K'}};
+
+std::string format_amount(const Amount& amount) {
+  if (amount.kind == Amount::Kind::kPercent) return std::to_string(amount.value) + '%';
+  for (const Unit& unit : kUnits) {
+    const uint64_t mask = (uint64_t{1} << unit.shift) - 1;
+    if ((amount.value & mask) == 0) return std::to_string(amount.value >> unit.shift) + unit.suffix;
+  }
+  return std::to_string(amount.value);
+}
+
+std::string format_device_amounts(const std::map<unsigned, Amount>& amounts) {
+  std::string text;
+  for (const auto& [device, amount] : amounts) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(device) + '=' + format_amount(amount);
+  }
+  return text;
+}
+
+std::string assignment(OptionId id, std::string_view value) {
+  std::string text(option(id).variable);
+  text += '=';
+  text += value;
+  return text;
+}
+
+}  // namespace
+
+bool limits_to_environment(const Limits& limits, std::vector<std::string>& out) noexcept {
+  std::string error;
+  return detail::without_exceptions(error, [&] {
+    std::vector<std::string> result;
+    if (limits.memory.all)
+      result.push_back(assignment(OptionId::kMem, format_amount(*limits.memory.all)));
+    if (!limits.memory.by_device.empty()) {
+      result.push_back(
+          assignment(OptionId::kDeviceMem, format_device_amounts(limits.memory.by_device)));
+    }
+    if (!limits.tenant.empty()) result.push_back(assignment(OptionId::kTenant, limits.tenant));
+    if (!limits.ledger_dir.empty() && limits.ledger_dir != kDefaultLedgerDir)
+      result.push_back(assignment(OptionId::kLedgerDir, limits.ledger_dir));
+    out = std::move(result);
+    return true;
+  });
+}
+
+}  // namespace gpulimit::options

@@ -1,0 +1,175 @@
+#include "gpulimit/options/values.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "gpulimit/byte_size.h"
+#include "gpulimit/options/option_table.h"
+#include "no_throw.h"
+
+namespace gpulimit::options {
+namespace {
+
+constexpr std::size_t kMaxTenantIdLength = 64;
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is_digit);
+}
+
+// Digits only (no sign, no space), at most `max`.
+bool parse_decimal(std::string_view text, uint64_t max, uint64_t& out) {
+  if (!all_digits(text)) return false;
+  uint64_t value = 0;
+  for (const char c : text) {
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+    if (value > max) return false;
+  }
+  out = value;
+  return true;
+}
+
+// Digits with an optional K/M/G/T suffix: a size in form, whatever its value.
+bool shaped_like_size(std::string_view text) {
+  if (!text.empty() && std::string_view("KMGTkmgt").find(text.back()) != std::string_view::npos)
+    text.remove_suffix(1);
+  return all_digits(text);
+}
+
+std::string with_size_examples(std::string_view reason) {
+  std::string text(reason);
+  text += " (examples: ";
+  text += option(OptionId::kMem).examples;
+  text += ')';
+  return text;
+}
+
+std::string with_list_example(std::string_view reason) {
+  std::string text(reason);
+  text += " (example: ";
+  text += option(OptionId::kDeviceMem).examples;
+  text += ')';
+  return text;
+}
+
+std::string quoted(std::string_view text) {
+  std::string result = "'";
+  result += text;
+  result += '\'';
+  return result;
+}
+
+bool is_tenant_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) || c == '.' || c == '_' ||
+         c == '-';
+}
+
+}  // namespace
+
+bool parse_amount(std::string_view text, Amount& out, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    if (!text.empty() && text.back() == '%') {
+      uint64_t percent = 0;
+      if (!parse_decimal(text.substr(0, text.size() - 1), 100, percent) || percent == 0) {
+        reason = "not a percentage from 1% to 100%";
+        return false;
+      }
+      out = Amount{Amount::Kind::kPercent, percent};
+      return true;
+    }
+    const std::optional<uint64_t> bytes = parse_byte_size(text);
+    if (!bytes) {
+      reason = shaped_like_size(text) ? "too large for 64 bits" : with_size_examples("not a size");
+      return false;
+    }
+    if (*bytes == 0) {
+      reason = with_size_examples("zero is not a cap");
+      return false;
+    }
+    out = Amount{Amount::Kind::kBytes, *bytes};
+    return true;
+  });
+}
+
+bool parse_device_index(std::string_view text, unsigned& out) noexcept {
+  // One spelling per device: "01" would make "0=1G,01=2G" two entries for
+  // one device, or CUDA_DEVICE_MEMORY_LIMIT_1 and _01 two variables for it.
+  if (text.size() > 1 && text.front() == '0') return false;
+  uint64_t index = 0;
+  if (!parse_decimal(text, kMaxDeviceIndex, index)) return false;
+  out = static_cast<unsigned>(index);
+  return true;
+}
+
+bool parse_device_amounts(std::string_view text, std::map<unsigned, Amount>& out,
+                          std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    if (text.empty()) {
+      reason = with_list_example("an empty list");
+      return false;
+    }
+    std::map<unsigned, Amount> result;
+    for (;;) {
+      const std::size_t comma = text.find(',');
+      const std::string_view entry = text.substr(0, comma);
+      if (entry.empty()) {
+        reason = with_list_example("an empty entry in the list");
+        return false;
+      }
+      const std::size_t equals = entry.find('=');
+      if (equals == std::string_view::npos) {
+        reason = with_list_example(quoted(entry) + " is not INDEX=SIZE");
+        return false;
+      }
+      const std::string_view index_text = entry.substr(0, equals);
+      unsigned index = 0;
+      if (!parse_device_index(index_text, index)) {
+        reason = quoted(index_text) + " is not a device index (0 to " +
+                 std::to_string(kMaxDeviceIndex) + ")";
+        return false;
+      }
+      Amount amount;
+      std::string amount_reason;
+      if (!parse_amount(entry.substr(equals + 1), amount, amount_reason)) {
+        reason = "device " + std::to_string(index) + ": " + amount_reason;
+        return false;
+      }
+      if (!result.emplace(index, amount).second) {
+        reason = "device " + std::to_string(index) + " is given twice";
+        return false;
+      }
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 1);
+    }
+    out = std::move(result);
+    return true;
+  });
+}
+
+bool parse_tenant_id(std::string_view text, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    if (text.empty() || text.size() > kMaxTenantIdLength ||
+        !std::all_of(text.begin(), text.end(), is_tenant_char)) {
+      reason = "not a tenant id (1 to 64 characters of A-Z a-z 0-9 . _ -)";
+      return false;
+    }
+    return true;
+  });
+}
+
+bool parse_absolute_path(std::string_view text, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    if (text.empty() || text.front() != '/') {
+      reason = "not an absolute path";
+      return false;
+    }
+    return true;
+  });
+}
+
+}  // namespace gpulimit::options

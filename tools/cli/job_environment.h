@@ -1,0 +1,18 @@
+// The environment a job starts in.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpulimit/options/limits.h"
+
+namespace gpulimit::cli {
+
+// `base` (a NULL-terminated NAME=value block) with gpulimit's variables
+// written from `limits` in their normalised spelling (earlier values of
+// them dropped, HAMi's names kept), and LD_PRELOAD with `library` first
+// (see preload_with). False with `error` set only when memory runs out.
+bool job_environment(char* const* base, const options::Limits& limits, const std::string& library,
+                     std::vector<std::string>& out, std::string& error);
+
+}  // namespace gpulimit::cli
