@@ -1,0 +1,230 @@
+#include "tenant.h"
+
+#include <pthread.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "gpulimit/options/environment.h"
+#include "gpulimit/shm/tenant_ledger.h"
+#include "real_driver.h"
+
+extern char** environ;
+
+namespace gpulimit {
+
+void refuse_cuda();
+
+namespace {
+
+constexpr int kMaxOrdinals = 64;
+constexpr size_t kShards = 64;
+
+// Allocation pointer -> (ledger device, bytes). Sharded so that threads
+// allocating at once rarely meet on a lock.
+class AllocationRegistry {
+ public:
+  bool insert(CUdeviceptr ptr, int device, uint64_t bytes) {
+    Shard& s = shard(ptr);
+    std::lock_guard<std::mutex> guard(s.mu);
+    try {
+      s.entries[ptr] = Entry{device, bytes};
+    } catch (...) {
+      return false;  // out of host memory: the caller undoes the allocation
+    }
+    return true;
+  }
+  bool erase(CUdeviceptr ptr, int* device, uint64_t* bytes) {
+    Shard& s = shard(ptr);
+    std::lock_guard<std::mutex> guard(s.mu);
+    auto it = s.entries.find(ptr);
+    if (it == s.entries.end()) return false;
+    *device = it->second.device;
+    *bytes = it->second.bytes;
+    s.entries.erase(it);
+    return true;
+  }
+
+ private:
+  struct Entry {
+    int device;
+    uint64_t bytes;
+  };
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<CUdeviceptr, Entry> entries;
+  };
+  Shard& shard(CUdeviceptr ptr) { return shards_[(ptr >> 12) % kShards]; }
+  std::array<Shard, kShards> shards_;
+};
+
+// Everything decided at attach, owned by the one Tenant of the process.
+struct Attachment {
+  options::Limits limits;
+  std::unique_ptr<shm::TenantLedger> ledger;
+  std::array<int, kMaxOrdinals> ledger_device;
+  AllocationRegistry allocations;
+  AllocationRegistry handles;
+};
+
+std::mutex attach_mu;
+bool limits_read = false;  // under attach_mu
+CUresult refusal = CUDA_SUCCESS;
+options::Limits limits;
+Attachment* attachment = nullptr;
+
+void refuse(const std::string& why) {
+  std::fprintf(stderr, "gpulimit: %s; CUDA is refused rather than run without the limit\n",
+               why.c_str());
+  refusal = CUDA_ERROR_NOT_INITIALIZED;
+  refuse_cuda();
+}
+
+// A tenant started without the CLI (HAMi's variables alone) is this process
+// and everything it starts: name it, and let the children inherit the name.
+std::string new_tenant_id() {
+  unsigned char random[6] = {};
+  if (getrandom(random, sizeof(random), 0) != sizeof(random)) random[0] = 0;
+  char id[64];
+  std::snprintf(id, sizeof(id), "%u-%d-%02x%02x%02x%02x%02x%02x", getuid(), getpid(), random[0],
+                random[1], random[2], random[3], random[4], random[5]);
+  return id;
+}
+
+void child_after_fork();
+
+}  // namespace
+
+std::atomic<Tenant*> Tenant::limited_{nullptr};
+std::atomic<bool> Tenant::refused_{false};
+
+void refuse_cuda() {
+  Tenant::refused_.store(true, std::memory_order_relaxed);
+}
+
+CUresult Tenant::attach(Phase phase) {
+  std::lock_guard<std::mutex> guard(attach_mu);
+  if (!limits_read) {
+    limits_read = true;
+    std::string error;
+    if (!options::limits_from_environment(environ, limits, error)) {
+      refuse(error);
+    } else if (!limits.memory.empty() && limits.tenant.empty()) {
+      limits.tenant = new_tenant_id();
+      setenv("GPULIMIT_TENANT", limits.tenant.c_str(), 1);
+    }
+    static bool registered = false;
+    if (!registered) {
+      pthread_atfork(nullptr, nullptr, child_after_fork);
+      registered = true;
+    }
+  }
+  if (refusal != CUDA_SUCCESS || limits.memory.empty()) return refusal;
+  if (phase == Phase::kBeforeInit || limited_.load(std::memory_order_relaxed)) return CUDA_SUCCESS;
+
+  auto* a = new (std::nothrow) Attachment();
+  if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+  a->limits = limits;
+  a->ledger_device.fill(-1);
+  std::string error;
+  a->ledger = shm::TenantLedger::open(limits.ledger_dir, limits.tenant, error);
+  if (!a->ledger) {
+    refuse(error);
+    delete a;
+    return refusal;
+  }
+  int count = 0;
+  auto get_count = real_function(real::cuDeviceGetCount);
+  auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
+  auto total_mem = real_function(real::cuDeviceTotalMem_v2);
+  if (!get_count || !get_uuid || !total_mem || get_count(&count) != CUDA_SUCCESS) count = 0;
+  for (int ordinal = 0; ordinal < count && ordinal < kMaxOrdinals; ++ordinal) {
+    std::optional<options::Amount> amount =
+        limits.memory.for_device(static_cast<unsigned>(ordinal));
+    CUuuid uuid{};
+    size_t total = 0;
+    if (!amount || get_uuid(&uuid, ordinal) != CUDA_SUCCESS ||
+        total_mem(&total, ordinal) != CUDA_SUCCESS)
+      continue;
+    const int device = a->ledger->device(reinterpret_cast<const unsigned char*>(uuid.bytes),
+                                         amount->resolve(total));
+    if (device < 0) {
+      refuse("the tenant's ledger has no room for another device");
+      delete a;
+      return refusal;
+    }
+    a->ledger_device[static_cast<size_t>(ordinal)] = device;
+  }
+  attachment = a;
+  static Tenant tenant;
+  limited_.store(&tenant, std::memory_order_release);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+void child_after_fork() {
+  // The child is a new process of the same tenant: it lets go of the
+  // parent's slot (without touching it) and attaches afresh at its cuInit.
+  if (attachment) attachment->ledger->after_fork_in_child();
+  attachment = nullptr;
+  Tenant::detach_after_fork();
+}
+
+}  // namespace
+
+int Tenant::ledger_device(CUdevice ordinal) const {
+  if (ordinal < 0 || ordinal >= kMaxOrdinals || !attachment) return -1;
+  return attachment->ledger_device[static_cast<size_t>(ordinal)];
+}
+
+int Tenant::current_ledger_device() const {
+  CUdevice ordinal = -1;
+  auto get_device = real_function(real::cuCtxGetDevice);
+  if (!get_device || get_device(&ordinal) != CUDA_SUCCESS) return -1;
+  return ledger_device(ordinal);
+}
+
+bool Tenant::reserve(int device, uint64_t bytes) {
+  return attachment->ledger->reserve(device, bytes);
+}
+
+void Tenant::release(int device, uint64_t bytes) {
+  attachment->ledger->release(device, bytes);
+}
+
+bool Tenant::remember(CUdeviceptr ptr, int device, uint64_t bytes) {
+  return attachment->allocations.insert(ptr, device, bytes);
+}
+
+bool Tenant::forget(CUdeviceptr ptr, int* device, uint64_t* bytes) {
+  return attachment->allocations.erase(ptr, device, bytes);
+}
+
+bool Tenant::remember_handle(uint64_t handle, int device, uint64_t bytes) {
+  return attachment->handles.insert(handle, device, bytes);
+}
+
+bool Tenant::forget_handle(uint64_t handle, int* device, uint64_t* bytes) {
+  return attachment->handles.erase(handle, device, bytes);
+}
+
+bool Tenant::view(CUdevice ordinal, uint64_t* cap, uint64_t* used) {
+  const int device = ledger_device(ordinal);
+  if (device < 0) return false;
+  attachment->ledger->reap();  // what exited processes held is not in use
+  *cap = attachment->ledger->cap(device);
+  *used = attachment->ledger->used(device);
+  return true;
+}
+
+}  // namespace gpulimit

@@ -1,0 +1,63 @@
+// The tenant this process belongs to, as far as memory goes: its limits
+// (read from the environment once, at cuInit), the ledger it shares with the
+// tenant's other processes, which of the devices the process sees have a cap,
+// and the allocations this process made under it.
+//
+// With no limit in the environment nothing is attached and every hook is a
+// pure pass-through: Tenant::limited() is then one relaxed load that says no.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace gpulimit {
+
+class Tenant {
+ public:
+  // The attached tenant when limits apply, else nullptr.
+  static Tenant* limited() { return limited_.load(std::memory_order_acquire); }
+
+  // True once the limits could not be read or applied: cuInit failed, and
+  // every allocation fails too, should the program carry on regardless.
+  static bool refused() { return refused_.load(std::memory_order_relaxed); }
+
+  // Reads the limits and attaches; called by the cuInit hook before the real
+  // cuInit (`phase` kBeforeInit: refuses with one line on stderr when a limit
+  // cannot be read) and after it succeeded (`phase` kAfterInit: maps devices
+  // to the ledger). Returns the error cuInit must give, or CUDA_SUCCESS.
+  enum class Phase { kBeforeInit, kAfterInit };
+  static CUresult attach(Phase phase);
+
+  // The ledger's index for CUDA device `ordinal`, or -1 when it has no cap.
+  int ledger_device(CUdevice ordinal) const;
+  // The ledger device of the current context's device, or -1.
+  int current_ledger_device() const;
+
+  bool reserve(int device, uint64_t bytes);
+  void release(int device, uint64_t bytes);
+
+  // Allocations made under a cap, so that each free gives back exactly what
+  // its allocation took.
+  bool remember(CUdeviceptr ptr, int device, uint64_t bytes);
+  bool forget(CUdeviceptr ptr, int* device, uint64_t* bytes);
+  // The same for objects named by handles (VMM allocations, arrays), kept
+  // apart from pointers: a handle's value may equal some address.
+  bool remember_handle(uint64_t handle, int device, uint64_t bytes);
+  bool forget_handle(uint64_t handle, int* device, uint64_t* bytes);
+
+  // The device as the tenant sees it: its cap and what the tenant uses.
+  bool view(CUdevice ordinal, uint64_t* cap, uint64_t* used);
+
+  // In a forked child: the parent's attachment is not the child's.
+  static void detach_after_fork() { limited_.store(nullptr, std::memory_order_relaxed); }
+
+ private:
+  Tenant() = default;
+  static std::atomic<Tenant*> limited_;
+  static std::atomic<bool> refused_;
+  friend void refuse_cuda();
+};
+
+}  // namespace gpulimit
