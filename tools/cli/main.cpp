@@ -15,6 +15,7 @@
 #include "interposer_library.h"
 #include "job_environment.h"
 #include "run_command.h"
+#include "stale_ledgers.h"
 #include "tenant_id.h"
 
 extern char** environ;
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> environment;
   if (!cli::job_environment(environ, limits, library, environment, error)) return fail(error);
+  cli::sweep_stale_ledgers(limits.ledger_dir);
   const int status = cli::run_command(invocation.command, environment, error);
   std::fprintf(stderr, "gpulimit: %s\n", error.c_str());
   return status;

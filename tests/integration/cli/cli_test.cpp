@@ -4,6 +4,7 @@
 // nothing, named with GPULIMIT_LIBRARY; NVML is the simulator's.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "cli_process.h"
+#include "gpulimit/shm/tenant_ledger.h"
 #include "workload_process.h"
 
 namespace integration {
@@ -419,6 +421,34 @@ TEST_F(GpulimitCli, HelpAndVersionRunNothing) {
   EXPECT_TRUE(version.exited_with(0)) << version.describe();
   EXPECT_EQ(version.out, "gpulimit " GPULIMIT_VERSION "\n");
   EXPECT_FALSE(fs::exists(marker_));
+}
+
+TEST_F(GpulimitCli, RemovesLedgersOfEndedTenantsAndKeepsLiveOnes) {
+  // A tenant whose processes all died (no chance to clean up), and one
+  // still running (this test process).
+  const std::string ledgers = dir_.path() + "/ledgers";
+  fs::create_directory(ledgers);
+  const pid_t child = fork();
+  if (child == 0) {
+    std::string error;
+    auto ended = gpulimit::shm::TenantLedger::open(ledgers, "ended", error);
+    _exit(ended ? 0 : 1);  // dies attached
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::string error;
+  auto live = gpulimit::shm::TenantLedger::open(ledgers, "running", error);
+  ASSERT_NE(live, nullptr) << error;
+  const std::string ended_path = gpulimit::shm::TenantLedger::path_for(ledgers, getuid(), "ended");
+  ASSERT_TRUE(fs::exists(ended_path));
+
+  const CliRun run =
+      gpulimit({"--mem", "1G", "--", "/bin/true"}, environment({"GPULIMIT_LEDGER_DIR=" + ledgers}));
+
+  EXPECT_TRUE(run.exited_with(0)) << run.describe();
+  EXPECT_FALSE(fs::exists(ended_path));
+  EXPECT_TRUE(fs::exists(live->path()));
 }
 
 }  // namespace
