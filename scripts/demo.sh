@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The demo job (run by scripts/quickstart.sh once built): two processes share
-# one GPU. Each allocates 1 GiB and gives it back, then both launch 2 ms
-# kernels for two seconds at the same time.
+# The demo job (run by scripts/quickstart.sh once built): a job under a 4 GiB
+# memory cap tries to take 8 GiB and stops at the cap; then two processes
+# share one GPU, both launching 2 ms kernels for two seconds at the same time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${GPULIMIT_BUILD_DIR:-build}
@@ -19,8 +19,10 @@ else
   export FAKECUDA_STATE="$state_dir/state" FAKECUDA_TRACE="$state_dir/trace" FAKECUDA_MEM=16G
 fi
 
-echo "== allocator: 1 GiB in 64 MiB chunks, freed, then again"
-"$workloads/allocator" --path linear --target 1G --chunk 64M --retry
+echo "== gpulimit --mem 4G: the job asks for 8 GiB in 512 MiB chunks, frees, asks again"
+"$build_dir/tools/cli/gpulimit" --mem 4G -- \
+  "$workloads/allocator" --path linear --target 8G --chunk 512M --retry |
+  tr ' ' '\n' | grep -E '^(total|bytes|error|free_after_free|retry_bytes)='
 
 echo "== two spinners at once: 2 ms kernels for 2 s each"
 "$workloads/spinner" --launch kernel --kernel-ns 2000000 --seconds 2 &
