@@ -77,3 +77,12 @@
   X(cuStreamIsCapturing, 10000, cuStreamIsCapturing, )                                 \
   X(cuStreamIsCapturing, 10000, cuStreamIsCapturing_ptsz, _ptsz)
 // clang-format on
+
+// NVML functions gpulimit hooks (exported, answered to dlsym): what the job
+// sees of a device's memory through NVML (nvidia-smi, pynvml, PyTorch's
+// out-of-memory report). nvml_subset.h gives their types.
+// clang-format off
+#define GPULIMIT_NVML_HOOKS(X)                                                         \
+  X(nvmlDeviceGetMemoryInfo)                                                           \
+  X(nvmlDeviceGetMemoryInfo_v2)
+// clang-format on

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "nvml_subset.h"
 #include "real_driver.h"
 
 namespace gpulimit {
@@ -103,10 +104,21 @@ void warn_unknown_variant(std::string_view base, int version) {
                static_cast<int>(base.size()), base.data(), version);
 }
 
+// NVML's hooks: few enough that a linear scan is as fast as a search.
+void* nvml_hook_for_symbol(const char* symbol) {
+#define GPULIMIT_NVML_ANSWER(symbol_name) \
+  if (std::strcmp(symbol, #symbol_name) == 0) return reinterpret_cast<void*>(&::symbol_name);
+  GPULIMIT_NVML_HOOKS(GPULIMIT_NVML_ANSWER)
+#undef GPULIMIT_NVML_ANSWER
+  return nullptr;
+}
+
 }  // namespace
 
 void* hook_for_symbol(const char* symbol) {
-  if (!symbol || symbol[0] != 'c' || symbol[1] != 'u') return nullptr;
+  if (!symbol) return nullptr;
+  if (symbol[0] == 'n') return nvml_hook_for_symbol(symbol);
+  if (symbol[0] != 'c' || symbol[1] != 'u') return nullptr;
   const std::string_view name(symbol);
   auto it = std::lower_bound(kBySymbol.begin(), kBySymbol.end(), name,
                              [](int i, std::string_view n) { return kRows[i].symbol < n; });

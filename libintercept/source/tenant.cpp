@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -72,6 +73,7 @@ struct Attachment {
   options::Limits limits;
   std::unique_ptr<shm::TenantLedger> ledger;
   std::array<int, kMaxOrdinals> ledger_device;
+  std::array<CUuuid, kMaxOrdinals> uuid;
   AllocationRegistry allocations;
   AllocationRegistry handles;
 };
@@ -163,6 +165,7 @@ CUresult Tenant::attach(Phase phase) {
       return refusal;
     }
     a->ledger_device[static_cast<size_t>(ordinal)] = device;
+    a->uuid[static_cast<size_t>(ordinal)] = uuid;
   }
   attachment = a;
   static Tenant tenant;
@@ -216,6 +219,14 @@ bool Tenant::remember_handle(uint64_t handle, int device, uint64_t bytes) {
 
 bool Tenant::forget_handle(uint64_t handle, int* device, uint64_t* bytes) {
   return attachment->handles.erase(handle, device, bytes);
+}
+
+bool Tenant::view_uuid(const unsigned char uuid[16], uint64_t* cap, uint64_t* used) {
+  for (int ordinal = 0; ordinal < kMaxOrdinals; ++ordinal)
+    if (attachment->ledger_device[static_cast<size_t>(ordinal)] >= 0 &&
+        std::memcmp(attachment->uuid[static_cast<size_t>(ordinal)].bytes, uuid, 16) == 0)
+      return view(ordinal, cap, used);
+  return false;
 }
 
 bool Tenant::view(CUdevice ordinal, uint64_t* cap, uint64_t* used) {

@@ -49,6 +49,8 @@ class Tenant {
 
   // The device as the tenant sees it: its cap and what the tenant uses.
   bool view(CUdevice ordinal, uint64_t* cap, uint64_t* used);
+  // The same for the device with this UUID (NVML's numbering is not CUDA's).
+  bool view_uuid(const unsigned char uuid[16], uint64_t* cap, uint64_t* used);
 
   // In a forked child: the parent's attachment is not the child's.
   static void detach_after_fork() { limited_.store(nullptr, std::memory_order_relaxed); }

@@ -26,13 +26,14 @@ DESCRIPTION
     through the environment. A cap is the tenant's as a whole: its
     processes together never allocate more of a device's memory. An
     allocation past the cap fails as the device being full would fail it
-    (CUDA_ERROR_OUT_OF_MEMORY), and the driver reports the cap as the
-    device's total memory (cuMemGetInfo, cuDeviceTotalMem).
+    (CUDA_ERROR_OUT_OF_MEMORY), and the driver and NVML report the cap as
+    the device's total memory (cuMemGetInfo, cuDeviceTotalMem,
+    nvmlDeviceGetMemoryInfo).
 
-    Counted today: cuMemAlloc, cuMemAllocPitch and cuMemAllocManaged, the
-    memory PyTorch's default allocator takes. Stream-ordered and virtual
-    memory, arrays, graph memory, contexts, and NVML's view are not limited
-    yet.
+    Counted today: linear, pitched and managed memory, stream-ordered
+    allocations, VMM physical allocations (cuMemCreate) and arrays. Not yet:
+    graph memory, context and module overhead, and memory a pool keeps after
+    its allocations are freed.
 
     gpulimit checks everything first; on any mistake it prints one line and
     runs nothing. Then it becomes COMMAND (exec): COMMAND keeps gpulimit's

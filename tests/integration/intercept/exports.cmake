@@ -11,12 +11,19 @@ foreach(line IN LISTS lines)
   list(APPEND exported "${name}")
 endforeach()
 file(READ "${HOOK_LIST}" list_text)
-# Only the hooks: the list of functions gpulimit merely calls follows it.
-string(REGEX REPLACE "#define GPULIMIT_DRIVER_CALLS.*" "" list_text "${list_text}")
-string(REGEX MATCHALL "X\\([A-Za-z0-9_]+, [0-9]+, [A-Za-z0-9_]+," rows "${list_text}")
+# The driver's hooks: rows X(base, version, symbol, suffix) of
+# GPULIMIT_DRIVER_HOOKS, not of GPULIMIT_DRIVER_CALLS (called, not hooked).
+string(REGEX REPLACE "#define GPULIMIT_DRIVER_CALLS.*" "" driver_text "${list_text}")
+string(REGEX MATCHALL "X\\([A-Za-z0-9_]+, [0-9]+, [A-Za-z0-9_]+," rows "${driver_text}")
 set(expected dlsym)
 foreach(row IN LISTS rows)
   string(REGEX REPLACE "X\\([A-Za-z0-9_]+, [0-9]+, ([A-Za-z0-9_]+)," "\\1" name "${row}")
+  list(APPEND expected "${name}")
+endforeach()
+# NVML's hooks: rows X(symbol) of GPULIMIT_NVML_HOOKS.
+string(REGEX MATCHALL "X\\((nvml[A-Za-z0-9_]+)\\)" rows "${list_text}")
+foreach(row IN LISTS rows)
+  string(REGEX REPLACE "X\\((nvml[A-Za-z0-9_]+)\\)" "\\1" name "${row}")
   list(APPEND expected "${name}")
 endforeach()
 list(SORT exported)

@@ -1,0 +1,104 @@
+// NVML's view of a capped device: total is the cap, free is the cap minus
+// what the tenant uses (never more than NVML's own figures), used is the
+// rest. The device is matched to the tenant's by UUID, so NVML's numbering
+// (which ignores CUDA_VISIBLE_DEVICES) cannot pick the wrong one. A process
+// that has not called cuInit has not joined its tenant yet and sees NVML's
+// figures unchanged.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "nvml_subset.h"
+#include "real_driver.h"
+#include "tenant.h"
+
+namespace {
+
+using gpulimit::Tenant;
+
+struct RealNvml {
+  decltype(&::nvmlDeviceGetMemoryInfo) get_memory_info = nullptr;
+  decltype(&::nvmlDeviceGetMemoryInfo_v2) get_memory_info_v2 = nullptr;
+  decltype(&::nvmlDeviceGetUUID) get_uuid = nullptr;
+};
+
+const RealNvml& real_nvml() {
+  static RealNvml nvml;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!handle) handle = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!handle) return;
+    nvml.get_memory_info = reinterpret_cast<decltype(nvml.get_memory_info)>(
+        gpulimit::real_dlsym(handle, "nvmlDeviceGetMemoryInfo"));
+    nvml.get_memory_info_v2 = reinterpret_cast<decltype(nvml.get_memory_info_v2)>(
+        gpulimit::real_dlsym(handle, "nvmlDeviceGetMemoryInfo_v2"));
+    nvml.get_uuid = reinterpret_cast<decltype(nvml.get_uuid)>(
+        gpulimit::real_dlsym(handle, "nvmlDeviceGetUUID"));
+  });
+  return nvml;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" -> 16 bytes.
+bool parse_uuid(const char* text, unsigned char out[16]) {
+  if (std::strncmp(text, "GPU-", 4) != 0) return false;
+  int nibbles = 0;
+  for (const char* c = text + 4; *c && nibbles < 32; ++c) {
+    if (*c == '-') continue;
+    const int digit = hex_digit(*c);
+    if (digit < 0) return false;
+    out[nibbles / 2] =
+        static_cast<unsigned char>(nibbles % 2 ? (out[nibbles / 2] << 4) | digit : digit);
+    ++nibbles;
+  }
+  return nibbles == 32;
+}
+
+// The tenant's cap and use on `device`, when it has a cap there.
+bool tenant_view(nvmlDevice_t device, uint64_t* cap, uint64_t* used) {
+  Tenant* tenant = Tenant::limited();
+  const RealNvml& nvml = real_nvml();
+  char text[NVML_DEVICE_UUID_BUFFER_SIZE] = {};
+  unsigned char uuid[16];
+  return tenant && nvml.get_uuid && nvml.get_uuid(device, text, sizeof(text)) == NVML_SUCCESS &&
+         parse_uuid(text, uuid) && tenant->view_uuid(uuid, cap, used);
+}
+
+}  // namespace
+
+GPULIMIT_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  const RealNvml& nvml = real_nvml();
+  if (!nvml.get_memory_info) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  nvmlReturn_t result = nvml.get_memory_info(device, memory);
+  uint64_t cap = 0, used = 0;
+  if (result != NVML_SUCCESS || !tenant_view(device, &cap, &used)) return result;
+  memory->total = std::min<uint64_t>(memory->total, cap);
+  memory->free = std::min<uint64_t>(memory->free, cap > used ? cap - used : 0);
+  memory->free = std::min(memory->free, memory->total);
+  memory->used = memory->total - memory->free;
+  return result;
+}
+
+GPULIMIT_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
+                                                        nvmlMemory_v2_t* memory) {
+  const RealNvml& nvml = real_nvml();
+  if (!nvml.get_memory_info_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  nvmlReturn_t result = nvml.get_memory_info_v2(device, memory);
+  uint64_t cap = 0, used = 0;
+  if (result != NVML_SUCCESS || !tenant_view(device, &cap, &used)) return result;
+  memory->total = std::min<uint64_t>(memory->total, cap);
+  memory->free = std::min<uint64_t>(memory->free, cap > used ? cap - used : 0);
+  memory->free = std::min(memory->free, memory->total);
+  memory->reserved = std::min(memory->reserved, memory->total - memory->free);
+  memory->used = memory->total - memory->free - memory->reserved;
+  return result;
+}
