@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/temporary_directory.h"
 #include "hammer_process.h"
-#include "temporary_directory.h"
 #include "test_devices.h"
 
 namespace ledger_test {
@@ -30,6 +30,7 @@ namespace {
 
 using gpulimit::shm::ProcessHolding;
 using gpulimit::shm::TenantLedger;
+using gpulimit::testing::TemporaryDirectory;
 using Processes = std::vector<std::unique_ptr<HammerProcess>>;
 
 constexpr char kTenant[] = "job";

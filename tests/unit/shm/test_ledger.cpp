@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpulimit/shm/tenant_ledger.h"
+#include "gpulimit/testing/temporary_directory.h"
 
 namespace gpulimit::shm {
 namespace {
@@ -31,27 +32,7 @@ Uuid uuid_of(int n) {
   return uuid;
 }
 
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/gpulimit-ledger-XXXXXX";
-    if (mkdtemp(pattern.data()))
-      path_ = pattern;
-    else
-      ADD_FAILURE() << "mkdtemp(" << pattern << "): " << std::strerror(errno);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using gpulimit::testing::TemporaryDirectory;
 
 // The fields every layout version starts with, as they lie in the file.
 struct FileHeader {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-namespace ledger_test {
+namespace gpulimit::testing {
 
 class TemporaryDirectory {
  public:
@@ -34,4 +34,4 @@ class TemporaryDirectory {
   std::string path_;
 };
 
-}  // namespace ledger_test
+}  // namespace gpulimit::testing
