@@ -43,6 +43,8 @@ class MemoryCap : public testing::Test {
   Environment tenant(const std::string& mem, const std::string& id = "cap-test") const {
     Environment env = machine_.environment();
     env = with(env, "LD_PRELOAD", kLibrary);
+    // In a sanitized build the preloaded library precedes the runtime.
+    env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
     env = with(env, "GPULIMIT_LEDGER_DIR", ledgers_.path());
     env = with(env, "GPULIMIT_TENANT", id);
     if (!mem.empty()) env = with(env, "GPULIMIT_MEM", mem);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hook_list.h"
+#include "preloaded_main.h"
 
 extern "C" void* probe_rtld_next(const char* name);  // next_probe.cpp, preloaded after us
 
@@ -131,3 +132,8 @@ TEST(Intercept, ExportTablesArePassedThroughUntouched) {
 }
 
 }  // namespace
+
+int main(int argc, char** argv) {
+  return intercept_test::run_preloaded(argc, argv,
+                                       {{"LD_PRELOAD", GPULIMIT_LIBRARY_PATH ":" NEXT_PROBE_PATH}});
+}

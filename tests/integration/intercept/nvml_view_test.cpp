@@ -5,12 +5,9 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <string>
 
 #include "nvml_subset.h"
+#include "preloaded_main.h"
 
 namespace {
 
@@ -69,24 +66,11 @@ TEST_F(NvmlView, ErrorsAreNvmlsOwn) {
 
 }  // namespace
 
-// The test process is the tenant: it starts again with the library preloaded
-// and its limit set, on a simulated machine and a ledger of its own.
+// The test process is the tenant.
 int main(int argc, char** argv) {
-  if (!getenv("GPULIMIT_TEST_TENANT")) {
-    char dir[] = "/tmp/gpulimit-nvml-test-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
-    setenv("GPULIMIT_TEST_TENANT", dir, 1);
-    setenv("LD_PRELOAD", GPULIMIT_LIBRARY_PATH, 1);
-    setenv("GPULIMIT_MEM", "1G", 1);
-    setenv("GPULIMIT_TENANT", "nvml-view", 1);
-    setenv("GPULIMIT_LEDGER_DIR", dir, 1);
-    setenv("FAKECUDA_STATE", (std::string(dir) + "/state").c_str(), 1);
-    unsetenv("CUDA_VISIBLE_DEVICES");
-    execv("/proc/self/exe", argv);
-    return 1;
-  }
-  testing::InitGoogleTest(&argc, argv);
-  const int result = RUN_ALL_TESTS();
-  const std::string cleanup = std::string("rm -rf ") + getenv("GPULIMIT_TEST_TENANT");
-  return std::system(cleanup.c_str()) == 0 ? result : 1;
+  return intercept_test::run_preloaded(argc, argv,
+                                       {{"LD_PRELOAD", GPULIMIT_LIBRARY_PATH},
+                                        {"GPULIMIT_MEM", "1G"},
+                                        {"GPULIMIT_TENANT", "nvml-view"},
+                                        {"GPULIMIT_LEDGER_DIR", "$GPULIMIT_TEST_DIR"}});
 }
