@@ -118,6 +118,19 @@ void BM_GetProcAddress(benchmark::State& state) {
 BENCHMARK(BM_GetProcAddress<false>)->Name("GetProcAddress/driver");
 BENCHMARK(BM_GetProcAddress<true>)->Name("GetProcAddress/hooked");
 
+template <bool kHooked>
+void BM_MemGetInfo(benchmark::State& state) {
+  Session& s = session();
+  cuCtxSetCurrent(s.ctx);
+  auto get_info = kHooked ? s.hook<PFN_cuMemGetInfo_v3020>("cuMemGetInfo_v2") : &cuMemGetInfo_v2;
+  for (auto _ : state) {
+    size_t free = 0, total = 0;
+    benchmark::DoNotOptimize(get_info(&free, &total));
+  }
+}
+BENCHMARK(BM_MemGetInfo<false>)->Name("MemGetInfo/driver");
+BENCHMARK(BM_MemGetInfo<true>)->Name("MemGetInfo/hooked");
+
 // dlsym on the driver's handle: through gpulimit's dlsym (a hooked name, and
 // a name it passes on) and glibc's own.
 template <int kWhich>
