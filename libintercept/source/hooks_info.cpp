@@ -22,8 +22,7 @@ void narrow_to_tenant(uint64_t* free, uint64_t* total) {
   if (!tenant || !get_device || get_device(&ordinal) != CUDA_SUCCESS ||
       !tenant->view(ordinal, &cap, &used))
     return;
-  *total = std::min(*total, cap);
-  *free = std::min(*free, cap > used ? cap - used : 0);
+  gpulimit::narrow_to_cap(cap, used, *total, *free);
 }
 
 }  // namespace

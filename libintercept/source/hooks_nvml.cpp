@@ -73,32 +73,36 @@ bool tenant_view(nvmlDevice_t device, uint64_t* cap, uint64_t* used) {
          parse_uuid(text, uuid) && tenant->view_uuid(uuid, cap, used);
 }
 
+// Both versions of NVML's answer, narrowed to the tenant's cap on `device`;
+// v2 also says what the driver reserves, which stays within what is used.
+template <typename Memory>
+nvmlReturn_t narrowed(nvmlReturn_t result, nvmlDevice_t device, Memory* memory) {
+  uint64_t cap = 0, used = 0;
+  if (result != NVML_SUCCESS || !tenant_view(device, &cap, &used)) return result;
+  uint64_t total = memory->total, free = memory->free;
+  gpulimit::narrow_to_cap(cap, used, total, free);
+  memory->total = total;
+  memory->free = free;
+  if constexpr (requires { memory->reserved; }) {
+    memory->reserved = std::min<uint64_t>(memory->reserved, total - free);
+    memory->used = total - free - memory->reserved;
+  } else {
+    memory->used = total - free;
+  }
+  return result;
+}
+
 }  // namespace
 
 GPULIMIT_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   const RealNvml& nvml = real_nvml();
   if (!nvml.get_memory_info) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  nvmlReturn_t result = nvml.get_memory_info(device, memory);
-  uint64_t cap = 0, used = 0;
-  if (result != NVML_SUCCESS || !tenant_view(device, &cap, &used)) return result;
-  memory->total = std::min<uint64_t>(memory->total, cap);
-  memory->free = std::min<uint64_t>(memory->free, cap > used ? cap - used : 0);
-  memory->free = std::min(memory->free, memory->total);
-  memory->used = memory->total - memory->free;
-  return result;
+  return narrowed(nvml.get_memory_info(device, memory), device, memory);
 }
 
 GPULIMIT_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                                         nvmlMemory_v2_t* memory) {
   const RealNvml& nvml = real_nvml();
   if (!nvml.get_memory_info_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  nvmlReturn_t result = nvml.get_memory_info_v2(device, memory);
-  uint64_t cap = 0, used = 0;
-  if (result != NVML_SUCCESS || !tenant_view(device, &cap, &used)) return result;
-  memory->total = std::min<uint64_t>(memory->total, cap);
-  memory->free = std::min<uint64_t>(memory->free, cap > used ? cap - used : 0);
-  memory->free = std::min(memory->free, memory->total);
-  memory->reserved = std::min(memory->reserved, memory->total - memory->free);
-  memory->used = memory->total - memory->free - memory->reserved;
-  return result;
+  return narrowed(nvml.get_memory_info_v2(device, memory), device, memory);
 }

@@ -9,10 +9,19 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
 namespace gpulimit {
+
+// A device's (total, free) as seen by a tenant with `cap` that uses `used`:
+// the cap is the total, what is left of it the free memory, and neither is
+// ever more than the device's own figure.
+inline void narrow_to_cap(uint64_t cap, uint64_t used, uint64_t& total, uint64_t& free) {
+  total = std::min(total, cap);
+  free = std::min({free, cap > used ? cap - used : 0, total});
+}
 
 class Tenant {
  public:
