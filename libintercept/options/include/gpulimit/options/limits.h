@@ -42,8 +42,24 @@ struct MemoryLimits {
   friend bool operator==(const MemoryLimits&, const MemoryLimits&) = default;
 };
 
+// A tenant's share of GPU time, enforced by gpulimitd through the launch gate.
+enum class Priority : unsigned char { kLow, kNormal, kHigh };
+
+inline constexpr unsigned kMaxWeight = 1000;
+
+struct ComputeLimits {
+  unsigned sm_percent = 0;  // hard cap, 1 to 100 % of GPU time; 0: none
+  unsigned weight = 1;      // share under contention, 1 to kMaxWeight
+  Priority priority = Priority::kNormal;
+
+  friend bool operator==(const ComputeLimits&, const ComputeLimits&) = default;
+};
+
 struct Limits {
   MemoryLimits memory;
+  ComputeLimits compute;
+  // gpulimitd's socket; empty when the process is not gated.
+  std::string socket;
   std::string tenant;  // empty when none is given
   std::string ledger_dir{kDefaultLedgerDir};
 
