@@ -24,6 +24,9 @@ const Limits kNoLimits;
 
 const std::string kSizeExamples = " (examples: 10G, 512M, 50%)";
 const std::string kListExample = " (example: 0=10G,1=20%)";
+const std::string kNotAnSmPercent = "not a percentage from 1 to 100 (examples: 30, 30%)";
+const std::string kNotAWeight = "not a whole number from 1 to 1000";
+const std::string kNotAPriority = "not a priority (high, normal or low)";
 
 Amount bytes(uint64_t value) {
   return Amount{Amount::Kind::kBytes, value};
@@ -226,6 +229,110 @@ TEST(TenantId, SafeCharactersUpTo64) {
   }
 }
 
+std::string sm_error(std::string_view text) {
+  unsigned percent = 0;
+  std::string reason;
+  EXPECT_FALSE(parse_sm_percent(text, percent, reason)) << '"' << text << '"';
+  return reason;
+}
+
+TEST(SmPercent, AWholePercentageWithOrWithoutTheSign) {
+  const std::pair<const char*, unsigned> cases[] = {
+      {"1", 1},     {"30", 30},    {"30%", 30}, {"99", 99},
+      {"100", 100}, {"100%", 100}, {"1%", 1},   {"030", 30},
+  };
+  for (const auto& [text, expected] : cases) {
+    unsigned percent = 0;
+    std::string reason;
+    ASSERT_TRUE(parse_sm_percent(text, percent, reason)) << text << ": " << reason;
+    EXPECT_EQ(percent, expected) << text;
+  }
+}
+
+TEST(SmPercent, RefusesWhatIsNotAPercentage) {
+  for (const char* text : {"", "%", "abc", "30%%", "%30", "-5", "+5", "5.5", "5.5%", " 30", "30 ",
+                           "30 %", "0x1e", "1e2", "30G", "thirty"})
+    EXPECT_EQ(sm_error(text), kNotAnSmPercent) << '"' << text << '"';
+}
+
+TEST(SmPercent, RefusesPercentagesAbove100) {
+  for (const char* text : {"101", "101%", "1000", "99999999999999999999", "18446744073709551616%"})
+    EXPECT_EQ(sm_error(text), kNotAnSmPercent) << text;
+}
+
+TEST(SmPercent, RefusesZeroAsMemDoes) {
+  for (const char* text : {"0", "0%", "00"})
+    EXPECT_EQ(sm_error(text), "zero is not a cap (examples: 30, 30%)") << text;
+}
+
+TEST(SmPercent, HamisValueIsTheSameButZeroMeansNoCap) {
+  for (const auto& [text, expected] :
+       {std::pair{"0", 0u}, std::pair{"50", 50u}, std::pair{"100", 100u}, std::pair{"25%", 25u}}) {
+    unsigned percent = 99;
+    std::string reason;
+    ASSERT_TRUE(parse_hami_sm_limit(text, percent, reason)) << text << ": " << reason;
+    EXPECT_EQ(percent, expected) << text;
+  }
+  for (const char* text : {"", "-1", "101", "fifty", "0.5"}) {
+    unsigned percent = 0;
+    std::string reason;
+    EXPECT_FALSE(parse_hami_sm_limit(text, percent, reason)) << '"' << text << '"';
+    EXPECT_EQ(reason, "not a percentage from 0 (no cap) to 100");
+  }
+}
+
+TEST(Weight, AWholeNumberFromOneToTheMaximum) {
+  for (const auto& [text, expected] : {std::pair{"1", 1u}, std::pair{"2", 2u},
+                                       std::pair{"999", 999u}, std::pair{"1000", kMaxWeight}}) {
+    unsigned weight = 0;
+    std::string reason;
+    ASSERT_TRUE(parse_weight(text, weight, reason)) << text << ": " << reason;
+    EXPECT_EQ(weight, expected) << text;
+  }
+  for (const char* text : {"", "0", "00", "1001", "18446744073709551617", "-1", "+2", "1.5", "2x",
+                           " 2", "2 ", "two", "1e3", "50%"}) {
+    unsigned weight = 7;
+    std::string reason;
+    EXPECT_FALSE(parse_weight(text, weight, reason)) << '"' << text << '"';
+    EXPECT_EQ(reason, kNotAWeight) << '"' << text << '"';
+    EXPECT_EQ(weight, 7u) << "changed on error";
+  }
+}
+
+TEST(Priority, ThreeWordsInLowerCase) {
+  for (const Priority expected : {Priority::kHigh, Priority::kNormal, Priority::kLow}) {
+    Priority priority = Priority::kNormal;
+    std::string reason;
+    ASSERT_TRUE(parse_priority(priority_name(expected), priority, reason)) << reason;
+    EXPECT_EQ(priority, expected);
+  }
+  EXPECT_EQ(priority_name(Priority::kHigh), "high");
+  EXPECT_EQ(priority_name(Priority::kNormal), "normal");
+  EXPECT_EQ(priority_name(Priority::kLow), "low");
+  for (const char* text :
+       {"", "HIGH", "High", "medium", "urgent", " high", "high ", "1", "-1", "hi", "highest"}) {
+    Priority priority = Priority::kNormal;
+    std::string reason;
+    EXPECT_FALSE(parse_priority(text, priority, reason)) << '"' << text << '"';
+    EXPECT_EQ(reason, kNotAPriority);
+  }
+}
+
+TEST(SocketOption, AbsoluteAndShortEnoughForAUnixSocket) {
+  std::string reason;
+  const std::string longest = "/" + std::string(kMaxSocketPathLength - 1, 's');
+  for (const std::string& text :
+       std::vector<std::string>{"/run/gpulimit/gpulimitd.sock", "/s", longest})
+    EXPECT_TRUE(parse_socket_path(text, reason)) << text << ": " << reason;
+
+  for (const char* text : {"", "gpulimitd.sock", "./gpulimitd.sock", "~/gpulimitd.sock"}) {
+    EXPECT_FALSE(parse_socket_path(text, reason)) << '"' << text << '"';
+    EXPECT_EQ(reason, "not an absolute path");
+  }
+  EXPECT_FALSE(parse_socket_path(longest + "s", reason));
+  EXPECT_EQ(reason, "longer than 107 bytes, the most a unix socket's path can have");
+}
+
 TEST(Environment, NothingSetMeansNoLimits) {
   Limits limits;
   std::string error;
@@ -233,6 +340,11 @@ TEST(Environment, NothingSetMeansNoLimits) {
   EXPECT_EQ(limits, kNoLimits);
   EXPECT_TRUE(limits.memory.empty());
   EXPECT_EQ(limits.ledger_dir, "/dev/shm");
+  EXPECT_EQ(limits.compute, ComputeLimits{});
+  EXPECT_EQ(limits.compute.sm_percent, 0u);
+  EXPECT_EQ(limits.compute.weight, 1u);
+  EXPECT_EQ(limits.compute.priority, Priority::kNormal);
+  EXPECT_EQ(limits.socket, "");
 
   EXPECT_EQ(read_environment({"PATH=/bin", "HOME=/root"}), kNoLimits);
 }
@@ -246,6 +358,19 @@ TEST(Environment, ReadsEveryVariable) {
   EXPECT_EQ(limits.memory.by_device, by_device);
   EXPECT_EQ(limits.tenant, "train-42");
   EXPECT_EQ(limits.ledger_dir, "/tmp/ledgers");
+}
+
+TEST(Environment, ReadsTheComputeLimitsAndTheSocket) {
+  const Limits limits =
+      read_environment({"GPULIMIT_SM=30%", "GPULIMIT_WEIGHT=2", "GPULIMIT_PRIORITY=high",
+                        "GPULIMIT_SOCKET=/run/user/1000/gpulimit/gpulimitd.sock"});
+  EXPECT_EQ(limits.compute, (ComputeLimits{30, 2, Priority::kHigh}));
+  EXPECT_EQ(limits.socket, "/run/user/1000/gpulimit/gpulimitd.sock");
+  EXPECT_TRUE(limits.memory.empty());
+
+  EXPECT_EQ(read_environment({"GPULIMIT_SM=30"}).compute.sm_percent, 30u);
+  EXPECT_EQ(read_environment({"GPULIMIT_PRIORITY=low"}).compute.priority, Priority::kLow);
+  EXPECT_EQ(read_environment({"GPULIMIT_WEIGHT=1000"}).compute.weight, 1000u);
 }
 
 TEST(Environment, ADeviceEntryOverridesTheCapForEveryDevice) {
@@ -275,6 +400,21 @@ TEST(Environment, ErrorsNameTheVariableAndTheValue) {
             "GPULIMIT_TENANT=my job: not a tenant id (1 to 64 characters of A-Z a-z 0-9 . _ -)");
   EXPECT_EQ(environment_error({"GPULIMIT_LEDGER_DIR=ledgers"}),
             "GPULIMIT_LEDGER_DIR=ledgers: not an absolute path");
+  EXPECT_EQ(environment_error({"GPULIMIT_SM=0"}),
+            "GPULIMIT_SM=0: zero is not a cap (examples: 30, 30%)");
+  EXPECT_EQ(environment_error({"GPULIMIT_SM=150"}), "GPULIMIT_SM=150: " + kNotAnSmPercent);
+  EXPECT_EQ(environment_error({"GPULIMIT_SM=half"}), "GPULIMIT_SM=half: " + kNotAnSmPercent);
+  EXPECT_EQ(environment_error({"GPULIMIT_WEIGHT=0"}), "GPULIMIT_WEIGHT=0: " + kNotAWeight);
+  EXPECT_EQ(environment_error({"GPULIMIT_WEIGHT=1001"}), "GPULIMIT_WEIGHT=1001: " + kNotAWeight);
+  EXPECT_EQ(environment_error({"GPULIMIT_WEIGHT=1.5"}), "GPULIMIT_WEIGHT=1.5: " + kNotAWeight);
+  EXPECT_EQ(environment_error({"GPULIMIT_PRIORITY=urgent"}),
+            "GPULIMIT_PRIORITY=urgent: " + kNotAPriority);
+  EXPECT_EQ(environment_error({"GPULIMIT_SOCKET=gpulimitd.sock"}),
+            "GPULIMIT_SOCKET=gpulimitd.sock: not an absolute path");
+  const std::string too_long = "/" + std::string(kMaxSocketPathLength, 's');
+  EXPECT_EQ(environment_error({"GPULIMIT_SOCKET=" + too_long}),
+            "GPULIMIT_SOCKET=" + too_long +
+                ": longer than 107 bytes, the most a unix socket's path can have");
 }
 
 TEST(Environment, LeavesTheLimitsAloneOnError) {
@@ -290,7 +430,8 @@ TEST(Environment, LeavesTheLimitsAloneOnError) {
 TEST(Environment, AnEmptyVariableCountsAsUnset) {
   EXPECT_EQ(read_environment({"GPULIMIT_MEM=", "GPULIMIT_DEVICE_MEM=", "GPULIMIT_TENANT=",
                               "GPULIMIT_LEDGER_DIR=", "CUDA_DEVICE_MEMORY_LIMIT=",
-                              "CUDA_DEVICE_MEMORY_LIMIT_0="}),
+                              "CUDA_DEVICE_MEMORY_LIMIT_0=", "GPULIMIT_SM=", "GPULIMIT_WEIGHT=",
+                              "GPULIMIT_PRIORITY=", "GPULIMIT_SOCKET=", "CUDA_DEVICE_SM_LIMIT="}),
             kNoLimits);
 }
 
@@ -374,9 +515,41 @@ TEST(HamiAliases, TheFirstAssignmentOfAPerDeviceNameCounts) {
 }
 
 TEST(HamiAliases, OtherHamiVariablesAreNotMemoryLimits) {
-  EXPECT_EQ(read_environment({"CUDA_DEVICE_SM_LIMIT=50", "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/x",
-                              "CUDA_DEVICE_MEMORY_LIMITS=1g"}),
+  EXPECT_EQ(read_environment({"CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/x",
+                              "CUDA_DEVICE_MEMORY_LIMITS=1g", "CUDA_DEVICE_SM_LIMITS=50"}),
             kNoLimits);
+  EXPECT_TRUE(read_environment({"CUDA_DEVICE_SM_LIMIT=50"}).memory.empty());
+}
+
+TEST(HamiAliases, TheSmLimitReadsAsGpulimitSm) {
+  EXPECT_EQ(read_environment({"CUDA_DEVICE_SM_LIMIT=50"}).compute.sm_percent, 50u);
+  EXPECT_EQ(read_environment({"CUDA_DEVICE_SM_LIMIT=100"}).compute.sm_percent, 100u);
+  EXPECT_EQ(read_environment({"CUDA_DEVICE_SM_LIMIT=1"}).compute.sm_percent, 1u);
+  // Agreeing: one cap, however each spells it.
+  EXPECT_EQ(read_environment({"GPULIMIT_SM=30%", "CUDA_DEVICE_SM_LIMIT=30"}).compute.sm_percent,
+            30u);
+}
+
+TEST(HamiAliases, AnSmLimitOfZeroIsHamisNoCap) {
+  EXPECT_EQ(read_environment({"CUDA_DEVICE_SM_LIMIT=0"}), kNoLimits);
+  // It sets nothing, so it cannot disagree with a cap gpulimit was given.
+  EXPECT_EQ(read_environment({"GPULIMIT_SM=30", "CUDA_DEVICE_SM_LIMIT=0"}).compute.sm_percent, 30u);
+  EXPECT_EQ(read_environment({"CUDA_DEVICE_SM_LIMIT=0", "GPULIMIT_SM=30"}).compute.sm_percent, 30u);
+}
+
+TEST(HamiAliases, AnSmLimitDisagreeingWithGpulimitSmIsAnErrorNamingBoth) {
+  EXPECT_EQ(environment_error({"GPULIMIT_SM=30", "CUDA_DEVICE_SM_LIMIT=50"}),
+            "GPULIMIT_SM=30 and CUDA_DEVICE_SM_LIMIT=50 disagree");
+  EXPECT_EQ(environment_error({"CUDA_DEVICE_SM_LIMIT=100", "GPULIMIT_SM=99%"}),
+            "GPULIMIT_SM=99% and CUDA_DEVICE_SM_LIMIT=100 disagree");
+}
+
+TEST(HamiAliases, AMalformedSmLimitIsAnErrorNamingIt) {
+  for (const char* text : {"fifty", "101", "-1", "50.5"}) {
+    EXPECT_EQ(
+        environment_error({std::string("CUDA_DEVICE_SM_LIMIT=") + text}),
+        std::string("CUDA_DEVICE_SM_LIMIT=") + text + ": not a percentage from 0 (no cap) to 100");
+  }
 }
 
 TEST(CommandLineLimits, AFlagReplacesItsVariable) {
@@ -417,13 +590,85 @@ TEST(CommandLineLimits, ErrorsNameTheFlag) {
             "GPULIMIT_DEVICE_MEM=junk: 'junk' is not INDEX=SIZE" + kListExample);
 }
 
+TEST(CommandLineLimits, ComputeFlagsReplaceTheirVariables) {
+  const EnvironmentBlock block(
+      {"GPULIMIT_SM=junk", "GPULIMIT_WEIGHT=0", "GPULIMIT_PRIORITY=low", "GPULIMIT_SOCKET=/s"});
+  FlagValues flags;
+  flags[static_cast<std::size_t>(OptionId::kSm)] = "30%";
+  flags[static_cast<std::size_t>(OptionId::kWeight)] = "2";
+  flags[static_cast<std::size_t>(OptionId::kPriority)] = "high";
+  Limits limits;
+  std::string error;
+  ASSERT_TRUE(limits_from_command_line(block.get(), flags, limits, error)) << error;
+  EXPECT_EQ(limits.compute, (ComputeLimits{30, 2, Priority::kHigh}));
+  EXPECT_EQ(limits.socket, "/s");
+}
+
+TEST(CommandLineLimits, ComputeErrorsNameTheFlag) {
+  const auto error_for = [](OptionId id, std::string_view text,
+                            std::initializer_list<std::string> environment = {}) {
+    const EnvironmentBlock block(environment);
+    FlagValues flags;
+    flags[static_cast<std::size_t>(id)] = text;
+    Limits limits;
+    std::string error;
+    EXPECT_FALSE(limits_from_command_line(block.get(), flags, limits, error));
+    return error;
+  };
+  EXPECT_EQ(error_for(OptionId::kSm, "0"), "--sm 0: zero is not a cap (examples: 30, 30%)");
+  EXPECT_EQ(error_for(OptionId::kSm, "0%"), "--sm 0%: zero is not a cap (examples: 30, 30%)");
+  EXPECT_EQ(error_for(OptionId::kSm, "101"), "--sm 101: " + kNotAnSmPercent);
+  EXPECT_EQ(error_for(OptionId::kSm, "x"), "--sm x: " + kNotAnSmPercent);
+  EXPECT_EQ(error_for(OptionId::kSm, ""), "--sm '': " + kNotAnSmPercent);
+  EXPECT_EQ(error_for(OptionId::kWeight, "0"), "--weight 0: " + kNotAWeight);
+  EXPECT_EQ(error_for(OptionId::kWeight, "1001"), "--weight 1001: " + kNotAWeight);
+  EXPECT_EQ(error_for(OptionId::kPriority, "urgent"), "--priority urgent: " + kNotAPriority);
+  EXPECT_EQ(error_for(OptionId::kSm, "30", {"CUDA_DEVICE_SM_LIMIT=50"}),
+            "--sm 30 and CUDA_DEVICE_SM_LIMIT=50 disagree");
+  EXPECT_EQ(error_for(OptionId::kWeight, "2", {"GPULIMIT_SOCKET=relative"}),
+            "GPULIMIT_SOCKET=relative: not an absolute path");
+}
+
 TEST(CommandLineLimits, RowsWithoutAFlagIgnoreFlagValues) {
   FlagValues flags;
   flags[static_cast<std::size_t>(OptionId::kTenant)] = "not a tenant";
+  flags[static_cast<std::size_t>(OptionId::kSocket)] = "relative";
   Limits limits;
   std::string error;
   ASSERT_TRUE(limits_from_command_line(nullptr, flags, limits, error)) << error;
   EXPECT_EQ(limits.tenant, "");
+  EXPECT_EQ(limits.socket, "");
+}
+
+// What compute_limits_asked names, or "" when nothing asks for GPU time.
+std::string compute_asked(std::initializer_list<std::string> environment,
+                          std::initializer_list<std::pair<OptionId, std::string_view>> given = {}) {
+  const EnvironmentBlock block(environment);
+  FlagValues flags;
+  for (const auto& [id, text] : given)
+    flags[static_cast<std::size_t>(id)] = text;
+  std::string source;
+  return compute_limits_asked(block.get(), flags, source) ? source : "";
+}
+
+TEST(ComputeLimitsAsked, NamesTheFirstFlagOrVariable) {
+  EXPECT_EQ(compute_asked({}, {{OptionId::kSm, "30"}}), "--sm 30");
+  EXPECT_EQ(compute_asked({}, {{OptionId::kWeight, "1"}}), "--weight 1");
+  EXPECT_EQ(compute_asked({}, {{OptionId::kPriority, "normal"}}), "--priority normal");
+  EXPECT_EQ(compute_asked({"GPULIMIT_WEIGHT=2"}, {{OptionId::kPriority, "low"}}),
+            "GPULIMIT_WEIGHT=2");
+  EXPECT_EQ(compute_asked({"GPULIMIT_SM=10"}, {{OptionId::kSm, "20"}}), "--sm 20");
+  EXPECT_EQ(compute_asked({"GPULIMIT_PRIORITY=high"}), "GPULIMIT_PRIORITY=high");
+  EXPECT_EQ(compute_asked({"CUDA_DEVICE_SM_LIMIT=50"}), "CUDA_DEVICE_SM_LIMIT=50");
+}
+
+TEST(ComputeLimitsAsked, MemoryTheSocketAndHamisNoCapAskForNone) {
+  EXPECT_EQ(compute_asked({}), "");
+  EXPECT_EQ(compute_asked({"GPULIMIT_MEM=1G", "GPULIMIT_SOCKET=/s", "GPULIMIT_TENANT=t"},
+                          {{OptionId::kMem, "2G"}}),
+            "");
+  EXPECT_EQ(compute_asked({"CUDA_DEVICE_SM_LIMIT=0"}), "");
+  EXPECT_EQ(compute_asked({"GPULIMIT_SM=", "GPULIMIT_WEIGHT=", "CUDA_DEVICE_SM_LIMIT="}), "");
 }
 
 std::vector<std::string> render(const Limits& limits) {
@@ -452,8 +697,27 @@ TEST(Render, WritesEachValueInItsOneSpelling) {
                                 "GPULIMIT_TENANT=train-42", "GPULIMIT_LEDGER_DIR=/tmp/ledgers"}));
 }
 
+TEST(Render, WritesTheComputeLimitsAndTheSocket) {
+  Limits limits;
+  limits.memory.all = bytes(kGiB);
+  limits.compute = ComputeLimits{30, 2, Priority::kHigh};
+  limits.tenant = "t";
+  limits.socket = "/run/gpulimit/gpulimitd.sock";
+  EXPECT_EQ(render(limits),
+            (std::vector<std::string>{"GPULIMIT_MEM=1G", "GPULIMIT_SM=30", "GPULIMIT_WEIGHT=2",
+                                      "GPULIMIT_PRIORITY=high", "GPULIMIT_TENANT=t",
+                                      "GPULIMIT_SOCKET=/run/gpulimit/gpulimitd.sock"}));
+  limits = kNoLimits;
+  limits.compute.priority = Priority::kLow;
+  EXPECT_EQ(render(limits), std::vector<std::string>{"GPULIMIT_PRIORITY=low"});
+}
+
 TEST(Render, LeavesOutWhatIsNotSet) {
   EXPECT_EQ(render(kNoLimits), std::vector<std::string>{});
+  // The defaults, given or not, are left out too.
+  EXPECT_EQ(render(read_environment(
+                {"GPULIMIT_WEIGHT=1", "GPULIMIT_PRIORITY=normal", "CUDA_DEVICE_SM_LIMIT=0"})),
+            std::vector<std::string>{});
 }
 
 TEST(Render, ReadsBackToTheSameLimits) {
@@ -464,6 +728,11 @@ TEST(Render, ReadsBackToTheSameLimits) {
            {"CUDA_DEVICE_MEMORY_LIMIT=2048m", "CUDA_DEVICE_MEMORY_LIMIT_5=1048576k"},
            {"GPULIMIT_LEDGER_DIR=/dev/shm"},
            {"GPULIMIT_LEDGER_DIR=/run/user/1000/"},
+           {"GPULIMIT_SM=30%", "GPULIMIT_WEIGHT=1000", "GPULIMIT_PRIORITY=low"},
+           {"GPULIMIT_SM=100", "GPULIMIT_WEIGHT=1", "GPULIMIT_PRIORITY=normal"},
+           {"GPULIMIT_SM=1", "GPULIMIT_PRIORITY=high", "GPULIMIT_SOCKET=/tmp/gpulimit-1000/s"},
+           {"CUDA_DEVICE_SM_LIMIT=45", "GPULIMIT_WEIGHT=007"},
+           {"CUDA_DEVICE_SM_LIMIT=0", "GPULIMIT_MEM=1G"},
        }) {
     const Limits limits = read_environment(environment);
     const EnvironmentBlock rendered(render(limits));

@@ -67,6 +67,12 @@ bool apply(const OptionSpec& spec, std::string_view text, Limits& limits, std::s
     }
     case OptionId::kDeviceMem:
       return parse_device_amounts(text, limits.memory.by_device, reason);
+    case OptionId::kSm:
+      return parse_sm_percent(text, limits.compute.sm_percent, reason);
+    case OptionId::kWeight:
+      return parse_weight(text, limits.compute.weight, reason);
+    case OptionId::kPriority:
+      return parse_priority(text, limits.compute.priority, reason);
     case OptionId::kTenant:
       if (!parse_tenant_id(text, reason)) return false;
       limits.tenant = text;
@@ -74,6 +80,10 @@ bool apply(const OptionSpec& spec, std::string_view text, Limits& limits, std::s
     case OptionId::kLedgerDir:
       if (!parse_absolute_path(text, reason)) return false;
       limits.ledger_dir = text;
+      return true;
+    case OptionId::kSocket:
+      if (!parse_socket_path(text, reason)) return false;
+      limits.socket = text;
       return true;
   }
   reason = "unknown option";
@@ -143,6 +153,29 @@ bool merge_device_mem_aliases(char* const* envp, const std::optional<Source>& pr
   return true;
 }
 
+// CUDA_DEVICE_SM_LIMIT: the cap of GPU time, as HAMi sets it. HAMi writes 0
+// for a pod without one: that sets nothing, and so disagrees with nothing.
+bool merge_sm_alias(char* const* envp, const std::optional<Source>& primary, Limits& limits,
+                    std::string& error) {
+  const std::string_view name = option(OptionId::kSm).hami_alias;
+  const std::optional<std::string_view> text = variable_value(envp, name);
+  if (!text) return true;
+  const Source alias{name, *text};
+  unsigned percent = 0;
+  std::string reason;
+  if (!parse_hami_sm_limit(*text, percent, reason)) {
+    error = alias.describe() + ": " + reason;
+    return false;
+  }
+  if (percent == 0) return true;
+  if (primary && limits.compute.sm_percent != percent) {
+    error = primary->describe() + " and " + alias.describe() + " disagree";
+    return false;
+  }
+  limits.compute.sm_percent = percent;
+  return true;
+}
+
 bool read_limits(char* const* envp, const FlagValues* flags, Limits& out, std::string& error) {
   Limits limits;
   std::array<std::optional<Source>, kOptionCount> sources;
@@ -158,8 +191,31 @@ bool read_limits(char* const* envp, const FlagValues* flags, Limits& out, std::s
   if (!merge_mem_alias(envp, sources[row(OptionId::kMem)], limits, error)) return false;
   if (!merge_device_mem_aliases(envp, sources[row(OptionId::kDeviceMem)], limits, error))
     return false;
+  if (!merge_sm_alias(envp, sources[row(OptionId::kSm)], limits, error)) return false;
   out = std::move(limits);
   return true;
+}
+
+constexpr OptionId kComputeOptions[] = {OptionId::kSm, OptionId::kWeight, OptionId::kPriority};
+
+bool find_compute_source(char* const* envp, const FlagValues& flags, std::string& source) {
+  for (const OptionId id : kComputeOptions) {
+    if (const std::optional<Source> given = source_of(option(id), envp, &flags)) {
+      source = given->describe();
+      return true;
+    }
+  }
+  const std::string_view alias = option(OptionId::kSm).hami_alias;
+  if (const std::optional<std::string_view> text = variable_value(envp, alias)) {
+    unsigned percent = 0;
+    std::string reason;
+    // HAMi's "no cap" asks for nothing; a malformed value is refused by
+    // read_limits, and counts here as asking.
+    if (parse_hami_sm_limit(*text, percent, reason) && percent == 0) return false;
+    source = Source{alias, *text}.describe();
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -171,6 +227,13 @@ bool limits_from_environment(char* const* envp, Limits& out, std::string& error)
 bool limits_from_command_line(char* const* envp, const FlagValues& flags, Limits& out,
                               std::string& error) noexcept {
   return detail::without_exceptions(error, [&] { return read_limits(envp, &flags, out, error); });
+}
+
+bool compute_limits_asked(char* const* envp, const FlagValues& flags,
+                          std::string& source) noexcept {
+  std::string error;
+  return detail::without_exceptions(error,
+                                    [&] { return find_compute_source(envp, flags, source); });
 }
 
 }  // namespace gpulimit::options

@@ -1,11 +1,13 @@
 // Limits written back as variables, in the one spelling each value has:
 // bytes in the largest binary unit that divides them (10240M is 10G,
-// 1536M stays 1536M), devices in ascending order.
+// 1536M stays 1536M), devices in ascending order, a GPU-time cap without
+// its '%' (30% is 30), priorities in lower case.
 #include <cstdint>
 #include <string>
 #include <utility>
 
 #include "gpulimit/options/environment.h"
+#include "gpulimit/options/values.h"
 #include "no_throw.h"
 
 namespace gpulimit::options {
@@ -55,9 +57,18 @@ bool limits_to_environment(const Limits& limits, std::vector<std::string>& out) 
       result.push_back(
           assignment(OptionId::kDeviceMem, format_device_amounts(limits.memory.by_device)));
     }
+    const ComputeLimits& compute = limits.compute;
+    const ComputeLimits defaults;
+    if (compute.sm_percent != defaults.sm_percent)
+      result.push_back(assignment(OptionId::kSm, std::to_string(compute.sm_percent)));
+    if (compute.weight != defaults.weight)
+      result.push_back(assignment(OptionId::kWeight, std::to_string(compute.weight)));
+    if (compute.priority != defaults.priority)
+      result.push_back(assignment(OptionId::kPriority, priority_name(compute.priority)));
     if (!limits.tenant.empty()) result.push_back(assignment(OptionId::kTenant, limits.tenant));
     if (!limits.ledger_dir.empty() && limits.ledger_dir != kDefaultLedgerDir)
       result.push_back(assignment(OptionId::kLedgerDir, limits.ledger_dir));
+    if (!limits.socket.empty()) result.push_back(assignment(OptionId::kSocket, limits.socket));
     out = std::move(result);
     return true;
   });

@@ -1,5 +1,7 @@
 #include "gpulimit/options/values.h"
 
+#include <sys/un.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -13,6 +15,8 @@ namespace gpulimit::options {
 namespace {
 
 constexpr std::size_t kMaxTenantIdLength = 64;
+
+static_assert(kMaxSocketPathLength + 1 == sizeof(sockaddr_un::sun_path));
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -62,6 +66,23 @@ std::string quoted(std::string_view text) {
   result += text;
   result += '\'';
   return result;
+}
+
+std::string with_sm_examples(std::string_view reason) {
+  std::string text(reason);
+  text += " (examples: ";
+  text += option(OptionId::kSm).examples;
+  text += ')';
+  return text;
+}
+
+// "30" or "30%": a whole number up to 100, zero included.
+bool parse_percent_number(std::string_view text, unsigned& out) {
+  if (!text.empty() && text.back() == '%') text.remove_suffix(1);
+  uint64_t percent = 0;
+  if (!parse_decimal(text, 100, percent)) return false;
+  out = static_cast<unsigned>(percent);
+  return true;
 }
 
 bool is_tenant_char(char c) {
@@ -166,6 +187,83 @@ bool parse_absolute_path(std::string_view text, std::string& reason) noexcept {
   return detail::without_exceptions(reason, [&] {
     if (text.empty() || text.front() != '/') {
       reason = "not an absolute path";
+      return false;
+    }
+    return true;
+  });
+}
+
+bool parse_sm_percent(std::string_view text, unsigned& out, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    unsigned percent = 0;
+    if (!parse_percent_number(text, percent)) {
+      reason = with_sm_examples("not a percentage from 1 to 100");
+      return false;
+    }
+    if (percent == 0) {
+      reason = with_sm_examples("zero is not a cap");
+      return false;
+    }
+    out = percent;
+    return true;
+  });
+}
+
+bool parse_hami_sm_limit(std::string_view text, unsigned& out, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    unsigned percent = 0;
+    if (!parse_percent_number(text, percent)) {
+      reason = "not a percentage from 0 (no cap) to 100";
+      return false;
+    }
+    out = percent;
+    return true;
+  });
+}
+
+bool parse_weight(std::string_view text, unsigned& out, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    uint64_t weight = 0;
+    if (!parse_decimal(text, kMaxWeight, weight) || weight == 0) {
+      reason = "not a whole number from 1 to " + std::to_string(kMaxWeight);
+      return false;
+    }
+    out = static_cast<unsigned>(weight);
+    return true;
+  });
+}
+
+bool parse_priority(std::string_view text, Priority& out, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    for (const Priority priority : {Priority::kHigh, Priority::kNormal, Priority::kLow}) {
+      if (text == priority_name(priority)) {
+        out = priority;
+        return true;
+      }
+    }
+    reason = "not a priority (high, normal or low)";
+    return false;
+  });
+}
+
+std::string_view priority_name(Priority priority) noexcept {
+  switch (priority) {
+    case Priority::kLow:
+      return "low";
+    case Priority::kNormal:
+      return "normal";
+    case Priority::kHigh:
+      return "high";
+  }
+  return "normal";
+}
+
+bool parse_socket_path(std::string_view text, std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&] {
+    if (!parse_absolute_path(text, reason)) return false;
+    if (text.size() > kMaxSocketPathLength) {
+      reason = "longer than " + std::to_string(kMaxSocketPathLength) +
+               " bytes, the most a unix socket's path can have";
       return false;
     }
     return true;

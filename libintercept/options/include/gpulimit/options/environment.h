@@ -1,11 +1,13 @@
 // Limits to and from a process's environment: what libgpulimit.so reads at
 // attach, and what the CLI checks and writes before it starts a job.
 //
-// Variables (kOptionTable): GPULIMIT_MEM, GPULIMIT_DEVICE_MEM, GPULIMIT_TENANT,
-// GPULIMIT_LEDGER_DIR, and HAMi's CUDA_DEVICE_MEMORY_LIMIT (= GPULIMIT_MEM)
-// and CUDA_DEVICE_MEMORY_LIMIT_<i> (= device i of GPULIMIT_DEVICE_MEM). A
-// variable set to the empty string counts as unset. Where a name appears
-// twice in the block, the first counts, as with getenv.
+// Variables (kOptionTable): GPULIMIT_MEM, GPULIMIT_DEVICE_MEM, GPULIMIT_SM,
+// GPULIMIT_WEIGHT, GPULIMIT_PRIORITY, GPULIMIT_TENANT, GPULIMIT_LEDGER_DIR,
+// GPULIMIT_SOCKET, and HAMi's CUDA_DEVICE_MEMORY_LIMIT (= GPULIMIT_MEM),
+// CUDA_DEVICE_MEMORY_LIMIT_<i> (= device i of GPULIMIT_DEVICE_MEM) and
+// CUDA_DEVICE_SM_LIMIT (= GPULIMIT_SM, where 0 means no cap). A variable set
+// to the empty string counts as unset. Where a name appears twice in the
+// block, the first counts, as with getenv.
 #pragma once
 
 #include <array>
@@ -39,6 +41,13 @@ using FlagValues = std::array<std::optional<std::string_view>, kOptionCount>;
 // where a flag gave the value: "--mem 0: zero is not a cap".
 bool limits_from_command_line(char* const* envp, const FlagValues& flags, Limits& out,
                               std::string& error) noexcept;
+
+// Whether `flags` or `envp` ask for a limit of GPU time (--sm, --weight,
+// --priority, their variables, or a CUDA_DEVICE_SM_LIMIT other than 0), which
+// only gpulimitd can enforce. Given ones count even when equal to the
+// default (--weight 1). True with `source` naming the first, as errors name
+// it: "--sm 30", "GPULIMIT_WEIGHT=2". False also when memory runs out.
+bool compute_limits_asked(char* const* envp, const FlagValues& flags, std::string& source) noexcept;
 
 // `limits` as NAME=value assignments of the gpulimit variables, in table
 // order and normalised (10240M is written 10G): those that differ from the

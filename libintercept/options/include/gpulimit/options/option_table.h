@@ -11,13 +11,26 @@
 namespace gpulimit::options {
 
 // Indexes kOptionTable.
-enum class OptionId : unsigned char { kMem, kDeviceMem, kTenant, kLedgerDir };
+enum class OptionId : unsigned char {
+  kMem,
+  kDeviceMem,
+  kSm,
+  kWeight,
+  kPriority,
+  kTenant,
+  kLedgerDir,
+  kSocket,
+};
 
 enum class ValueKind : unsigned char {
   kAmount,         // a size (10G) or a share of each device (50%)
   kDeviceAmounts,  // INDEX=AMOUNT per device, comma-separated (0=10G,1=20%)
+  kPercent,        // a whole percentage from 1 to 100, '%' optional (30, 30%)
+  kWeight,         // a whole number from 1 to kMaxWeight
+  kPriority,       // high, normal or low
   kTenantId,       // [A-Za-z0-9._-]{1,64}
   kAbsolutePath,   // a directory, given as an absolute path
+  kSocketPath,     // a unix socket, given as an absolute path that fits sockaddr_un
 };
 
 struct OptionSpec {
@@ -33,6 +46,8 @@ struct OptionSpec {
   ValueKind kind;
   std::string_view metavar;
   std::string_view examples;
+  // One sentence without its period, for --help: lines of at most 70
+  // characters, broken with '\n'.
   std::string_view help;
 };
 
@@ -43,11 +58,30 @@ inline constexpr std::array kOptionTable = {
     OptionSpec{OptionId::kDeviceMem, "device-mem", "GPULIMIT_DEVICE_MEM", "--device-mem",
                "CUDA_DEVICE_MEMORY_LIMIT_", ValueKind::kDeviceAmounts, "LIST", "0=10G,1=20%",
                "Memory cap per device, overriding --mem for the devices it names"},
+    // A cap, not a share: it holds even when no other tenant wants the GPU.
+    // HAMi writes an integer percentage, and 0 for no cap.
+    OptionSpec{OptionId::kSm, "sm", "GPULIMIT_SM", "--sm", "CUDA_DEVICE_SM_LIMIT",
+               ValueKind::kPercent, "PERCENT", "30, 30%",
+               "Hard cap of the tenant's GPU time, a percentage of each device's time,\n"
+               "held even when the device is otherwise idle"},
+    OptionSpec{OptionId::kWeight, "weight", "GPULIMIT_WEIGHT", "--weight", "", ValueKind::kWeight,
+               "WEIGHT", "1, 2, 10",
+               "Share of GPU time under contention, in proportion to the weights of\n"
+               "the tenants that want the device (default 1)"},
+    OptionSpec{OptionId::kPriority, "priority", "GPULIMIT_PRIORITY", "--priority", "",
+               ValueKind::kPriority, "PRIORITY", "high, normal, low",
+               "Which waiting tenant gets the device first at the end of a quantum\n"
+               "(default normal)"},
     OptionSpec{OptionId::kTenant, "tenant", "GPULIMIT_TENANT", "", "", ValueKind::kTenantId, "ID",
                "train-42", "The tenant the process belongs to"},
     OptionSpec{OptionId::kLedgerDir, "ledger-dir", "GPULIMIT_LEDGER_DIR", "", "",
                ValueKind::kAbsolutePath, "DIR", "/dev/shm",
                "Directory of the shared memory ledgers (default /dev/shm)"},
+    // Set by the CLI to the server it found or started; unset, the library
+    // enforces memory caps alone and time-slices nothing.
+    OptionSpec{OptionId::kSocket, "socket", "GPULIMIT_SOCKET", "", "", ValueKind::kSocketPath,
+               "PATH", "/run/gpulimit/gpulimitd.sock",
+               "The socket of the gpulimitd that time-slices the job's devices"},
 };
 
 inline constexpr std::size_t kOptionCount = kOptionTable.size();

@@ -7,8 +7,13 @@
 //   PERCENT  a whole number from 1 to 100, then '%': 50%
 //   LIST     INDEX=AMOUNT[,INDEX=AMOUNT...], each index once: 0=10G,1=20%
 //   INDEX    a device ordinal from 0 to kMaxDeviceIndex, no leading zeros
+//   SM       a whole number from 1 to 100, '%' optional: 30, 30%
+//   WEIGHT   a whole number from 1 to kMaxWeight: 2
+//   PRIORITY high, normal or low, in lower case
+//   SOCKET   an absolute path of at most kMaxSocketPathLength bytes
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -28,5 +33,24 @@ bool parse_device_index(std::string_view text, unsigned& out) noexcept;
 bool parse_tenant_id(std::string_view text, std::string& reason) noexcept;
 
 bool parse_absolute_path(std::string_view text, std::string& reason) noexcept;
+
+// The hard cap of GPU time, in percent. Zero is refused as --mem 0 is: to
+// have no cap, leave the option out.
+bool parse_sm_percent(std::string_view text, unsigned& out, std::string& reason) noexcept;
+
+// HAMi's CUDA_DEVICE_SM_LIMIT: as parse_sm_percent, except that 0 is HAMi's
+// way of saying "no cap" and reads as 0.
+bool parse_hami_sm_limit(std::string_view text, unsigned& out, std::string& reason) noexcept;
+
+bool parse_weight(std::string_view text, unsigned& out, std::string& reason) noexcept;
+
+bool parse_priority(std::string_view text, Priority& out, std::string& reason) noexcept;
+// The one spelling of each priority: "high", "normal", "low".
+std::string_view priority_name(Priority priority) noexcept;
+
+// sockaddr_un holds 108 bytes, the terminating NUL included.
+inline constexpr std::size_t kMaxSocketPathLength = 107;
+
+bool parse_socket_path(std::string_view text, std::string& reason) noexcept;
 
 }  // namespace gpulimit::options
