@@ -51,6 +51,25 @@
   X(cuArrayDestroy, 2000, cuArrayDestroy, )                                            \
   X(cuMipmappedArrayCreate, 5000, cuMipmappedArrayCreate, )                            \
   X(cuMipmappedArrayDestroy, 5000, cuMipmappedArrayDestroy, )                          \
+  /* Graph memory: charged when a graph is instantiated */                             \
+  X(cuGraphInstantiate, 10000, cuGraphInstantiate, )                                   \
+  X(cuGraphInstantiate, 11000, cuGraphInstantiate_v2, )                                \
+  X(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags, )                 \
+  X(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams, )               \
+  X(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams_ptsz, _ptsz)     \
+  X(cuGraphExecDestroy, 10000, cuGraphExecDestroy, )                                   \
+  /* Contexts: what creating one takes from the device */                              \
+  X(cuCtxCreate, 2000, cuCtxCreate, )                                                  \
+  X(cuCtxCreate, 3020, cuCtxCreate_v2, )                                               \
+  X(cuCtxCreate, 11040, cuCtxCreate_v3, )                                              \
+  X(cuCtxCreate, 12050, cuCtxCreate_v4, )                                              \
+  X(cuCtxDestroy, 2000, cuCtxDestroy, )                                                \
+  X(cuCtxDestroy, 4000, cuCtxDestroy_v2, )                                             \
+  X(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain, )                        \
+  X(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease, )                      \
+  X(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2, )                  \
+  X(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset, )                          \
+  X(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2, )                      \
   /* What the device looks like from inside the tenant */                              \
   X(cuMemGetInfo, 2000, cuMemGetInfo, )                                                \
   X(cuMemGetInfo, 3020, cuMemGetInfo_v2, )                                             \
@@ -71,11 +90,21 @@
 // exported, never answered to dlsym or cuGetProcAddress.
 // clang-format off
 #define GPULIMIT_DRIVER_CALLS(X)                                                       \
+  X(cuCtxGetCurrent, 4000, cuCtxGetCurrent, )                                          \
   X(cuCtxGetDevice, 2000, cuCtxGetDevice, )                                            \
+  X(cuCtxPopCurrent, 4000, cuCtxPopCurrent_v2, )                                       \
+  X(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2, )                                     \
+  X(cuCtxSynchronize, 2000, cuCtxSynchronize, )                                        \
   X(cuDeviceGetCount, 2000, cuDeviceGetCount, )                                        \
+  X(cuDevicePrimaryCtxGetState, 7000, cuDevicePrimaryCtxGetState, )                    \
+  X(cuGraphGetNodes, 10000, cuGraphGetNodes, )                                         \
+  X(cuGraphNodeGetType, 10000, cuGraphNodeGetType, )                                   \
+  X(cuGraphMemAllocNodeGetParams, 11040, cuGraphMemAllocNodeGetParams, )               \
+  X(cuGraphChildGraphNodeGetGraph, 10000, cuGraphChildGraphNodeGetGraph, )             \
   X(cuDeviceGetUuid, 11040, cuDeviceGetUuid_v2, )                                     \
   X(cuStreamIsCapturing, 10000, cuStreamIsCapturing, )                                 \
-  X(cuStreamIsCapturing, 10000, cuStreamIsCapturing_ptsz, _ptsz)
+  X(cuStreamIsCapturing, 10000, cuStreamIsCapturing_ptsz, _ptsz)                       \
+  X(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode, )
 // clang-format on
 
 // NVML functions gpulimit hooks (exported, answered to dlsym): what the job

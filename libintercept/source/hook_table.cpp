@@ -137,11 +137,18 @@ void* hook_for_proc_address(const char* base_name, void* real, int version, cuui
   if (first == last) return real;  // not hooked
 
   // The driver answers with its exported functions: the address says which
-  // variant it is.
+  // variant it is, even one of another name (cuda.h 12+ maps the name
+  // cuGraphInstantiate to cuGraphInstantiateWithFlags).
   for (auto it = first; it != last; ++it) {
     if (exported_address(*it) == real) {
       keep_real(*it, real);
       return hook_address(*it);
+    }
+  }
+  for (int i = 0; i < kHookCount; ++i) {
+    if (exported_address(i) == real) {
+      keep_real(i, real);
+      return hook_address(i);
     }
   }
   // Otherwise the version and flags decide, as the driver's own rules do:

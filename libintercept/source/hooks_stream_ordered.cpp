@@ -3,8 +3,9 @@
 // linear allocation, on the current context's device, and given back when
 // cuMemFreeAsync is called. Not counted: memory a pool keeps reserved after
 // its allocations are freed (with the default release threshold of 0 the
-// pool gives it back at the next synchronisation), and allocations made while
-// the stream is being captured, which only become graph memory at launch.
+// pool gives it back at the next synchronisation). Allocations made while the
+// stream is being captured pass here uncounted: they become allocation nodes
+// of the captured graph, charged when it is instantiated (hooks_graphs.cpp).
 #include <utility>
 
 #include "accounting.h"

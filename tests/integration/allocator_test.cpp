@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <numeric>
 #include <tuple>
+#include <vector>
 
 #include "simulated_machine.h"
 #include "test_parameters.h"
@@ -131,7 +133,7 @@ TEST(AllocatorTest, WithoutTargetAllocatesUntilRefused) {
 }
 
 TEST(AllocatorTest, InfoDescribesDeviceWithoutAllocating) {
-  SimulatedMachine machine("4G");
+  SimulatedMachine machine("4G", "256M");
 
   const WorkloadRun sut = run_workload(kAllocator, {"--info"}, machine.environment());
 
@@ -139,7 +141,7 @@ TEST(AllocatorTest, InfoDescribesDeviceWithoutAllocating) {
   const Report& report = sut.report;
   EXPECT_EQ(report.number("device_total"), 4 * kGiB);
   EXPECT_EQ(report.number("total"), 4 * kGiB);
-  EXPECT_LT(report.number("free"), 4 * kGiB);  // the context takes some
+  EXPECT_EQ(report.number("free"), 4 * kGiB - 256 * kMiB);  // the context takes some
   EXPECT_GE(report.number("driver_version"), 12000u);
   EXPECT_FALSE(report.text("device_name").empty());
   EXPECT_FALSE(report.has("bytes"));
@@ -180,6 +182,61 @@ TEST(AllocatorTest, HoldAnnouncesHeldMemoryBeforeWaiting) {
   EXPECT_EQ(holding.number("bytes"), 512 * kMiB);
   EXPECT_EQ(holding.number("free_after_alloc"), sut.report.number("free_after_alloc"));
   EXPECT_FALSE(sut.report.has("event"));
+}
+
+TEST(AllocatorTest, ThreadsShareOneTargetAndSayWhatEachObtained) {
+  SimulatedMachine machine("4G");
+
+  const WorkloadRun sut =
+      run_workload(kAllocator, {"--threads", "8", "--target", "1G", "--chunk", "16M", "--retry"},
+                   machine.environment());
+
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  const Report& report = sut.report;
+  EXPECT_EQ(report.number("threads"), 8u);
+  EXPECT_EQ(report.text("error"), "none");
+  EXPECT_EQ(report.number("bytes"), 1 * kGiB);
+  EXPECT_EQ(report.number("chunks"), 64u);
+  const std::vector<uint64_t> per_thread = report.numbers("thread_bytes");
+  EXPECT_EQ(per_thread.size(), 8u);
+  EXPECT_EQ(std::accumulate(per_thread.begin(), per_thread.end(), uint64_t{0}), 1 * kGiB);
+  EXPECT_EQ(report.number("free_after_free"), report.number("free_before")) << sut.out;
+  EXPECT_EQ(report.number("retry_bytes"), 1 * kGiB);
+}
+
+TEST(AllocatorTest, ThreadsStopWhereTheDriverRefuses) {
+  SimulatedMachine machine("4G");
+
+  const WorkloadRun sut = run_workload(
+      kAllocator, {"--path", "vmm", "--threads", "8", "--target", "8G", "--chunk", "64M"},
+      machine.environment());
+
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  const Report& report = sut.report;
+  EXPECT_EQ(report.text("error"), "CUDA_ERROR_OUT_OF_MEMORY");
+  const uint64_t free_before = report.number("free_before");
+  EXPECT_LE(report.number("bytes"), free_before);
+  EXPECT_GT(report.number("bytes") + 64 * kMiB, free_before) << sut.out;
+  EXPECT_EQ(report.number("free_after_free"), free_before) << sut.out;
+}
+
+TEST(AllocatorTest, RoundsRepeatTheAllocationAndTheFree) {
+  SimulatedMachine machine("4G");
+
+  const WorkloadRun sut = run_workload(
+      kAllocator, {"--threads", "2", "--rounds", "5", "--target", "512M", "--chunk", "64M"},
+      machine.environment());
+
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  const Report looping = Report::parse(sut.out.substr(0, sut.out.find('\n')));
+  EXPECT_EQ(looping.text("event"), "looping");
+  const Report& report = sut.report;
+  EXPECT_EQ(report.number("rounds"), 5u);
+  EXPECT_EQ(report.number("bytes"), 512 * kMiB);
+  EXPECT_EQ(report.number("free_after_free"), report.number("free_before")) << sut.out;
+  const WorkloadRun after = run_workload(kAllocator, {"--info"}, machine.environment());
+  ASSERT_EQ(after.exit_status, 0) << after.describe();
+  EXPECT_EQ(after.report.number("free"), report.number("free_before")) << "nothing left behind";
 }
 
 }  // namespace

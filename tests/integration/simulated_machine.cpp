@@ -5,7 +5,8 @@
 
 namespace integration {
 
-SimulatedMachine::SimulatedMachine(std::string memory) : memory_(std::move(memory)) {}
+SimulatedMachine::SimulatedMachine(std::string memory, std::string context_memory)
+    : memory_(std::move(memory)), context_memory_(std::move(context_memory)) {}
 
 Environment SimulatedMachine::environment() const {
   return {
@@ -14,6 +15,7 @@ Environment SimulatedMachine::environment() const {
       {"FAKECUDA_TRACE", directory_.path() + "/trace"},
       {"FAKECUDA_DEVICES", "1"},
       {"FAKECUDA_MEM", memory_},
+      {"FAKECUDA_CTX_MEM", context_memory_},
   };
 }
 

@@ -14,6 +14,9 @@ namespace integration {
 // Built by CMake (see CMakeLists.txt).
 inline const std::string kAllocator = WORKLOAD_ALLOCATOR_PATH;
 inline const std::string kSpinner = WORKLOAD_SPINNER_PATH;
+// Test programs of this directory (see forking_tenant.cpp, device_views.cpp).
+inline const std::string kForkingTenant = FORKING_TENANT_PATH;
+inline const std::string kDeviceViews = DEVICE_VIEWS_PATH;
 
 // One line of FAKECUDA_TRACE: "pid device stream start_ns end_ns name".
 struct TracedKernel {
@@ -27,8 +30,10 @@ struct TracedKernel {
 
 class SimulatedMachine {
  public:
-  // `memory`: FAKECUDA_MEM, the memory of the one device.
-  explicit SimulatedMachine(std::string memory = "4G");
+  // `memory`: FAKECUDA_MEM, the memory of the one device. `context_memory`:
+  // FAKECUDA_CTX_MEM, what one context takes of it; none unless a test asks,
+  // so that what a test allocates is all a tenant is charged.
+  explicit SimulatedMachine(std::string memory = "4G", std::string context_memory = "0");
 
   // What a workload needs to run on this machine.
   Environment environment() const;
@@ -38,6 +43,7 @@ class SimulatedMachine {
  private:
   TemporaryDirectory directory_;
   std::string memory_;
+  std::string context_memory_;
 };
 
 }  // namespace integration

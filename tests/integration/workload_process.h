@@ -71,6 +71,7 @@ class WorkloadProcess {
   ~WorkloadProcess();
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   // Waits until stdout contains `text`; false if the process ended or the
   // time ran out first.
   bool wait_for_output(std::string_view text, std::chrono::milliseconds timeout);

@@ -24,6 +24,7 @@ namespace {
 //   FAKECUDA_STATE           shared state file /dev/shm/fakecuda-<uid>.state FAKECUDA_TRACE append
 //   one line per executed kernel here    (off) FAKECUDA_KERNEL_NS       duration of kernels without
 //   a duration arg  10000
+//   FAKECUDA_LAUNCH_DELAY_NS host time a launch spends before the driver's lock   0
 constexpr uint32_t kDefaultDevices = 1;
 constexpr uint64_t kDefaultMem = 16ull << 30;
 constexpr uint32_t kDefaultSms = 132;
@@ -190,6 +191,11 @@ bool load_config(Config& out, std::string& error) {
   p.default_kernel_ns = kDefaultKernelNs;
   if (const char* raw = env("FAKECUDA_KERNEL_NS"); raw && !parse_uint(raw, p.default_kernel_ns)) {
     error = std::string("FAKECUDA_KERNEL_NS=") + raw + ": expected nanoseconds";
+    return false;
+  }
+  if (const char* raw = env("FAKECUDA_LAUNCH_DELAY_NS");
+      raw && !parse_uint(raw, p.launch_delay_ns)) {
+    error = std::string("FAKECUDA_LAUNCH_DELAY_NS=") + raw + ": expected nanoseconds";
     return false;
   }
   if (const char* raw = std::getenv("CUDA_VISIBLE_DEVICES")) {

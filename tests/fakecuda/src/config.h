@@ -36,6 +36,7 @@ struct ProcessOptions {
   std::string state_path;          // FAKECUDA_STATE
   std::string trace_path;          // FAKECUDA_TRACE ("" = off)
   uint64_t default_kernel_ns = 0;  // FAKECUDA_KERNEL_NS
+  uint64_t launch_delay_ns = 0;    // FAKECUDA_LAUNCH_DELAY_NS
   std::string visible_devices;     // CUDA_VISIBLE_DEVICES (raw)
   bool visible_devices_set = false;
 };

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "context.h"
@@ -26,11 +27,14 @@ struct CUgraphNode_st {
   size_t bytes;
   int ordinal;
   uint32_t physical;
+  // Child graph nodes: the graph the node owns.
+  CUgraph_st* child;
 };
 
 struct CUgraph_st {
   uint32_t magic;
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+  bool owned = false;  // by a child graph node: destroyed with its parent only
 };
 
 struct CUgraphExec_st {
@@ -75,7 +79,7 @@ CUstreamCaptureMode& thread_capture_mode() {
 uint64_t next_capture_id = 1;
 
 CUgraph_st* new_graph() {
-  auto* g = new CUgraph_st{kGraphMagic, {}};
+  auto* g = new CUgraph_st{kGraphMagic, {}, false};
   Driver::get().live.insert(g);
   return g;
 }
@@ -106,10 +110,51 @@ CUresult checked_deps(CUgraph_st* graph, const CUgraphNode* deps, size_t count,
 
 void destroy_graph_locked(CUgraph_st* graph) {
   Driver& d = Driver::get();
-  for (auto& node : graph->nodes)
+  for (auto& node : graph->nodes) {
+    if (node->child) destroy_graph_locked(node->child);
     d.live.erase(node.get());
+  }
   d.live.erase(graph);
   delete graph;
+}
+
+bool has_memory_nodes(const CUgraph_st* graph) {
+  for (const auto& node : graph->nodes)
+    if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node->type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+        (node->child && has_memory_nodes(node->child)))
+      return true;
+  return false;
+}
+
+// Whether `inner` is `graph` or one of the graphs it owns, at any depth.
+bool contains_graph(const CUgraph_st* graph, const CUgraph_st* inner) {
+  if (graph == inner) return true;
+  for (const auto& node : graph->nodes)
+    if (node->child && contains_graph(node->child, inner)) return true;
+  return false;
+}
+
+// A copy of `graph` with nodes of its own (child graphs copied too).
+CUgraph_st* clone_graph_locked(const CUgraph_st* graph) {
+  CUgraph_st* copy = new_graph();
+  std::map<const CUgraphNode_st*, CUgraphNode_st*> copies;
+  for (const auto& node : graph->nodes) {
+    std::vector<CUgraphNode_st*> deps;
+    for (const CUgraphNode_st* dep : node->deps)
+      deps.push_back(copies.at(dep));
+    CUgraphNode_st* raw = add_node(copy, node->type, std::move(deps));
+    raw->op = node->op;
+    raw->dptr = node->dptr;
+    raw->bytes = node->bytes;
+    raw->ordinal = node->ordinal;
+    raw->physical = node->physical;
+    if (node->child) {
+      raw->child = clone_graph_locked(node->child);
+      raw->child->owned = true;
+    }
+    copies[node.get()] = raw;
+  }
+  return copy;
 }
 
 // Ends `capture` for all its streams and forgets it.
@@ -240,16 +285,10 @@ CUresult capture_info(CUstream handle, CUstreamCaptureStatus* status, cuuint64_t
   return CUDA_SUCCESS;
 }
 
-CUresult instantiate(CUgraphExec* out, CUgraph graph) {
-  FAKECUDA_REQUIRE_INIT();
-  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
-  Driver& d = Driver::get();
-  std::lock_guard<std::mutex> guard(d.mu);
-  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
-  auto exec = std::make_unique<CUgraphExec_st>();
-  exec->magic = kGraphExecMagic;
-  std::fill(std::begin(exec->alloc_bytes), std::end(exec->alloc_bytes), 0);
-  // Kahn's algorithm, stable in creation order.
+// Appends the nodes of `graph` to `exec` in a topological order (Kahn's
+// algorithm, stable in creation order); a child graph node stands for its
+// graph's nodes, in their own order.
+CUresult append_in_order(const CUgraph_st* graph, CUgraphExec_st* exec) {
   std::set<const CUgraphNode_st*> done;
   while (done.size() < graph->nodes.size()) {
     bool progress = false;
@@ -258,7 +297,11 @@ CUresult instantiate(CUgraphExec* out, CUgraph graph) {
       bool ready = std::all_of(node->deps.begin(), node->deps.end(),
                                [&](const CUgraphNode_st* dep) { return done.count(dep) > 0; });
       if (!ready) continue;
-      exec->order.push_back(*node);
+      if (node->child) {
+        if (CUresult r = append_in_order(node->child, exec); r != CUDA_SUCCESS) return r;
+      } else {
+        exec->order.push_back(*node);
+      }
       if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
         exec->alloc_bytes[node->ordinal] += node->bytes;
       done.insert(node.get());
@@ -266,6 +309,29 @@ CUresult instantiate(CUgraphExec* out, CUgraph graph) {
     }
     FAKECUDA_REQUIRE(progress, CUDA_ERROR_INVALID_VALUE);
   }
+  return CUDA_SUCCESS;
+}
+
+// The instantiation flags CUDA 13 defines; any other bit is refused.
+constexpr unsigned long long kInstantiateFlags =
+    CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+    CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+
+CUresult instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags = 0) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE((flags & ~kInstantiateFlags) == 0, CUDA_ERROR_INVALID_VALUE);
+  // Auto-free and device launch exclude each other, as documented.
+  FAKECUDA_REQUIRE(!(flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) ||
+                       !(flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
+                   CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  auto exec = std::make_unique<CUgraphExec_st>();
+  exec->magic = kGraphExecMagic;
+  std::fill(std::begin(exec->alloc_bytes), std::end(exec->alloc_bytes), 0);
+  if (CUresult r = append_in_order(graph, exec.get()); r != CUDA_SUCCESS) return r;
   d.live.insert(exec.get());
   *out = exec.release();
   return CUDA_SUCCESS;
@@ -508,7 +574,7 @@ FAKECUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
   FAKECUDA_REQUIRE_INIT();
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
-  FAKECUDA_REQUIRE(d.is_live(hGraph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(d.is_live(hGraph, kGraphMagic) && !hGraph->owned, CUDA_ERROR_INVALID_VALUE);
   destroy_graph_locked(hGraph);
   return CUDA_SUCCESS;
 }
@@ -589,6 +655,107 @@ FAKECUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph graph,
   return CUDA_SUCCESS;
 }
 
+// A child graph node owns its graph: a copy of the one given, or (moved, an
+// option of cuGraphAddNode) that graph itself, which may then hold memory
+// nodes. Caller holds Driver::mu and has checked `graph`.
+static CUresult add_child_graph_node_locked(CUgraphNode* out, CUgraph graph,
+                                            std::vector<CUgraphNode_st*> deps, CUgraph child,
+                                            CUgraphChildGraphNodeOwnership ownership) {
+  Driver& d = Driver::get();
+  FAKECUDA_REQUIRE(d.is_live(child, kGraphMagic) && !child->owned && !contains_graph(child, graph),
+                   CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE ||
+                       ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE,
+                   CUDA_ERROR_INVALID_VALUE);
+  // Memory nodes may only move into a parent: a copy could allocate twice.
+  FAKECUDA_REQUIRE(ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE || !has_memory_nodes(child),
+                   CUDA_ERROR_INVALID_VALUE);
+  CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_GRAPH, std::move(deps));
+  node->child =
+      ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE ? child : clone_graph_locked(child);
+  node->child->owned = true;
+  *out = node;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode* out, CUgraph graph,
+                                                  const CUgraphNode* deps, size_t count,
+                                                  CUgraph child) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  return add_child_graph_node_locked(out, graph, std::move(dependencies), child,
+                                     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* graph) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(graph, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic) && node->type == CU_GRAPH_NODE_TYPE_GRAPH,
+                   CUDA_ERROR_INVALID_VALUE);
+  *graph = node->child;
+  return CUDA_SUCCESS;
+}
+
+// The generic way to add a node. Simulated for child graphs (either
+// ownership), memory allocations and empty nodes; other types are refused
+// with CUDA_ERROR_NOT_SUPPORTED.
+static CUresult add_node_with_params(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
+                                     const CUgraphEdgeData* edges, size_t count,
+                                     CUgraphNodeParams* params) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(out && params, CUDA_ERROR_INVALID_VALUE);
+  // Edge data other than the default (all zero) is not simulated.
+  for (size_t i = 0; edges && i < count; ++i)
+    FAKECUDA_REQUIRE(edges[i].from_port == 0 && edges[i].to_port == 0 && edges[i].type == 0,
+                     CUDA_ERROR_NOT_SUPPORTED);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(graph, kGraphMagic), CUDA_ERROR_INVALID_VALUE);
+  std::vector<CUgraphNode_st*> dependencies;
+  if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
+  switch (params->type) {
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return add_child_graph_node_locked(out, graph, std::move(dependencies), params->graph.graph,
+                                         params->graph.ownership);
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      *out = add_node(graph, CU_GRAPH_NODE_TYPE_EMPTY, std::move(dependencies));
+      return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      const CUDA_MEM_ALLOC_NODE_PARAMS_v2& alloc = params->alloc;
+      FAKECUDA_REQUIRE(alloc.poolProps.allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                           alloc.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE,
+                       CUDA_ERROR_INVALID_VALUE);
+      CUgraphNode_st* node = nullptr;
+      if (CUresult r = add_mem_alloc_node(std::move(dependencies), graph, alloc.bytesize,
+                                          alloc.poolProps.location.id, &node, &params->alloc.dptr);
+          r != CUDA_SUCCESS)
+        return r;
+      *out = node;
+      return CUDA_SUCCESS;
+    }
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
+                                        size_t count, CUgraphNodeParams* params) {
+  return add_node_with_params(out, graph, deps, nullptr, count, params);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
+                                           const CUgraphEdgeData* edges, size_t count,
+                                           CUgraphNodeParams* params) {
+  return add_node_with_params(out, graph, deps, edges, count, params);
+}
+
 FAKECUDA_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* out, CUgraph graph,
                                                 const CUgraphNode* deps, size_t count,
                                                 CUDA_MEM_ALLOC_NODE_PARAMS* p) {
@@ -651,10 +818,80 @@ FAKECUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* t
   return CUDA_SUCCESS;
 }
 
+FAKECUDA_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node,
+                                                      CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(params_out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic) && node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC,
+                   CUDA_ERROR_INVALID_VALUE);
+  *params_out = CUDA_MEM_ALLOC_NODE_PARAMS{};
+  params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params_out->poolProps.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  params_out->poolProps.location.id = node->ordinal;
+  params_out->bytesize = node->bytes;
+  params_out->dptr = node->dptr;
+  return CUDA_SUCCESS;
+}
+
+// The four ways to instantiate share one implementation. The two oldest
+// (CUDA 10.0 and 11.0, same signature) take no flags and may describe an
+// error in the caller's buffer.
+static CUresult instantiate_with_log(CUgraphExec* exec, CUgraph graph, CUgraphNode* error_node,
+                                     char* log, size_t log_size) {
+  const CUresult result = instantiate(exec, graph);
+  if (result != CUDA_SUCCESS) {
+    if (error_node) *error_node = nullptr;
+    if (log && log_size) std::snprintf(log, log_size, "the graph cannot be instantiated");
+  }
+  return result;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph,
+                                            CUgraphNode* error_node, char* log, size_t log_size) {
+  return instantiate_with_log(exec, graph, error_node, log, log_size);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph graph,
+                                               CUgraphNode* error_node, char* log,
+                                               size_t log_size) {
+  return instantiate_with_log(exec, graph, error_node, log, log_size);
+}
+
 FAKECUDA_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
                                                      unsigned long long flags) {
-  (void)flags;
-  return instantiate(exec, graph);
+  return instantiate(exec, graph, flags);
+}
+
+// The parameters say how it went; with the upload flag, the upload stream
+// must be valid (uploading itself prepares nothing here).
+static CUresult instantiate_with_params(CUgraphExec* exec, CUgraph graph,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS* params, DefaultStream mode) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(params, CUDA_ERROR_INVALID_VALUE);
+  params->hErrNode_out = nullptr;
+  params->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+  if (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) {
+    std::lock_guard<std::mutex> guard(Driver::get().mu);
+    CUstream_st* used = nullptr;
+    if (CUresult r = resolve_stream(params->hUploadStream, mode, &used); r != CUDA_SUCCESS)
+      return r;
+  }
+  const CUresult result = instantiate(exec, graph, params->flags);
+  if (result == CUDA_SUCCESS) params->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+  return result;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
+                                                      CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  return instantiate_with_params(exec, graph, params, DefaultStream::kLegacy);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph,
+                                                           CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  return instantiate_with_params(exec, graph, params, DefaultStream::kPerThread);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {

@@ -2,7 +2,9 @@
 // device for its duration (see module.cpp for how the duration is given).
 #include "launch.h"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "stream.h"
 
@@ -58,6 +60,9 @@ CUresult launch(CUfunction f, const LaunchShape& shape, CUstream stream, void** 
                 void** extra, DefaultStream mode) {
   FAKECUDA_REQUIRE_INIT();
   Driver& d = Driver::get();
+  // FAKECUDA_LAUNCH_DELAY_NS: the call is inside the driver, its work not yet queued.
+  if (const uint64_t delay = d.config().process.launch_delay_ns; delay > 0)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(delay));
   std::lock_guard<std::mutex> guard(d.mu);
   Op op;
   if (CUresult r = kernel_op_locked(f, shape, params, extra, &op); r != CUDA_SUCCESS) return r;

@@ -203,6 +203,172 @@ TEST_F(Graphs, ExplicitMemoryNodesOutliveTheLaunchUntilFreed) {
   ASSERT_CU(cuGraphDestroy(graph));
 }
 
+TEST_F(Graphs, EveryInstantiationVariantMakesALaunchableGraph) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  CUgraphNode empty = nullptr;
+  ASSERT_CU(cuGraphAddEmptyNode(&empty, graph, nullptr, 0));
+  CUgraphExec execs[5] = {};
+  char log[64] = "unchanged";
+  ASSERT_CU(cuGraphInstantiate(&execs[0], graph, nullptr, log, sizeof(log)));
+  EXPECT_STREQ(log, "unchanged") << "nothing to report";
+  ASSERT_CU(cuGraphInstantiate_v2(&execs[1], graph, nullptr, nullptr, 0));
+  ASSERT_CU(
+      cuGraphInstantiateWithFlags(&execs[2], graph, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
+  params.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  params.hUploadStream = stream_;
+  params.result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+  ASSERT_CU(cuGraphInstantiateWithParams(&execs[3], graph, &params));
+  EXPECT_EQ(params.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+  params.hUploadStream = nullptr;  // the per-thread default stream
+  ASSERT_CU(cuGraphInstantiateWithParams_ptsz(&execs[4], graph, &params));
+  EXPECT_EQ(params.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+  for (CUgraphExec exec : execs) {
+    ASSERT_CU(cuGraphLaunch(exec, stream_));
+    ASSERT_CU(cuGraphExecDestroy(exec));
+  }
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, InstantiationRefusesUnknownFlags) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 1ull << 40), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphInstantiateWithFlags(&exec, graph,
+                                        CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                                            CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
+  params.flags = 1ull << 40;
+  EXPECT_EQ(cuGraphInstantiateWithParams(&exec, graph, &params), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(params.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
+  EXPECT_EQ(cuGraphInstantiateWithParams(&exec, graph, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, AllocationNodesDescribeThemselves) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  params.poolProps.location.id = 0;
+  params.bytesize = 6 * kMiB;
+  CUgraphNode alloc = nullptr, empty = nullptr;
+  ASSERT_CU(cuGraphAddMemAllocNode(&alloc, graph, nullptr, 0, &params));
+  ASSERT_CU(cuGraphAddEmptyNode(&empty, graph, nullptr, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS read{};
+  ASSERT_CU(cuGraphMemAllocNodeGetParams(alloc, &read));
+  EXPECT_EQ(read.bytesize, 6 * kMiB);
+  EXPECT_EQ(read.dptr, params.dptr);
+  EXPECT_EQ(read.poolProps.allocType, CU_MEM_ALLOCATION_TYPE_PINNED);
+  EXPECT_EQ(read.poolProps.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(read.poolProps.location.id, 0);
+  EXPECT_EQ(cuGraphMemAllocNodeGetParams(empty, &read), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphMemAllocNodeGetParams(alloc, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+TEST_F(Graphs, AChildGraphIsACopyThatRunsInsideItsParent) {
+  int calls = 0;
+  CUDA_HOST_NODE_PARAMS host{};
+  host.fn = [](void* p) { ++*static_cast<int*>(p); };
+  host.userData = &calls;
+  CUgraph child = nullptr, parent = nullptr;
+  ASSERT_CU(cuGraphCreate(&child, 0));
+  CUgraphNode node = nullptr;
+  ASSERT_CU(cuGraphAddHostNode(&node, child, nullptr, 0, &host));
+  ASSERT_CU(cuGraphCreate(&parent, 0));
+  CUgraphNode child_node = nullptr, after = nullptr;
+  ASSERT_CU(cuGraphAddChildGraphNode(&child_node, parent, nullptr, 0, child));
+  ASSERT_CU(cuGraphAddHostNode(&after, parent, &child_node, 1, &host));
+  CUgraphNodeType type{};
+  ASSERT_CU(cuGraphNodeGetType(child_node, &type));
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_GRAPH);
+  CUgraph owned = nullptr;
+  ASSERT_CU(cuGraphChildGraphNodeGetGraph(child_node, &owned));
+  EXPECT_NE(owned, child) << "the node holds a copy";
+  size_t nodes = 0;
+  ASSERT_CU(cuGraphGetNodes(owned, nullptr, &nodes));
+  EXPECT_EQ(nodes, 1u);
+  EXPECT_EQ(cuGraphDestroy(owned), CUDA_ERROR_INVALID_VALUE) << "its parent owns it";
+  ASSERT_CU(cuGraphDestroy(child));
+
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, parent, 0));
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(calls, 2);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(parent));
+}
+
+TEST_F(Graphs, OnlyAMovedChildGraphMayAllocate) {
+  CUgraph child = nullptr, parent = nullptr;
+  ASSERT_CU(cuGraphCreate(&child, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+  alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  alloc.poolProps.location.id = 0;
+  alloc.bytesize = 4 * kMiB;
+  CUgraphNode alloc_node = nullptr, free_node = nullptr;
+  ASSERT_CU(cuGraphAddMemAllocNode(&alloc_node, child, nullptr, 0, &alloc));
+  ASSERT_CU(cuGraphAddMemFreeNode(&free_node, child, &alloc_node, 1, alloc.dptr));
+  ASSERT_CU(cuGraphCreate(&parent, 0));
+  CUgraphNode node = nullptr;
+  EXPECT_EQ(cuGraphAddChildGraphNode(&node, parent, nullptr, 0, child), CUDA_ERROR_INVALID_VALUE)
+      << "a copy could allocate twice";
+
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  params.graph.graph = child;
+  params.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  ASSERT_CU(cuGraphAddNode(&node, parent, nullptr, 0, &params));
+  CUgraph owned = nullptr;
+  ASSERT_CU(cuGraphChildGraphNodeGetGraph(node, &owned));
+  EXPECT_EQ(owned, child) << "moved, not copied";
+  EXPECT_EQ(cuGraphDestroy(child), CUDA_ERROR_INVALID_VALUE) << "its parent owns it now";
+  params.graph.graph = parent;
+  EXPECT_EQ(cuGraphAddNode(&node, child, nullptr, 0, &params), CUDA_ERROR_INVALID_VALUE)
+      << "a graph cannot own its owner";
+
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, parent, 0));
+  time_launch(exec);
+  cuuint64_t reserved = 0;
+  ASSERT_CU(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved));
+  EXPECT_EQ(reserved, 4 * kMiB);
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(parent));  // and the child with it
+}
+
+TEST_F(Graphs, AddNodeSimulatesEmptyAndAllocationNodes) {
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuGraphCreate(&graph, 0));
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_EMPTY;
+  CUgraphNode empty = nullptr, alloc = nullptr, other = nullptr;
+  ASSERT_CU(cuGraphAddNode(&empty, graph, nullptr, 0, &params));
+  params = CUgraphNodeParams{};
+  params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  params.alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params.alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  params.alloc.bytesize = 2 * kMiB;
+  ASSERT_CU(cuGraphAddNode_v2(&alloc, graph, &empty, nullptr, 1, &params));
+  EXPECT_NE(params.alloc.dptr, 0u);
+  CUDA_MEM_ALLOC_NODE_PARAMS read{};
+  ASSERT_CU(cuGraphMemAllocNodeGetParams(alloc, &read));
+  EXPECT_EQ(read.bytesize, 2 * kMiB);
+  params = CUgraphNodeParams{};
+  params.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  EXPECT_EQ(cuGraphAddNode(&other, graph, nullptr, 0, &params), CUDA_ERROR_NOT_SUPPORTED);
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
 TEST_F(Graphs, HostAndEmptyNodes) {
   CUgraph graph = nullptr;
   ASSERT_CU(cuGraphCreate(&graph, 0));

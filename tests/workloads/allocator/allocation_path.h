@@ -9,8 +9,6 @@
 #include <optional>
 #include <string_view>
 
-#include "report_line.h"
-
 namespace workloads {
 
 enum class AllocationKind {
@@ -48,8 +46,9 @@ class AllocationPath {
   // failures.
   virtual CUresult release_all() = 0;
 
-  // Adds what the path knows after release_all (e.g. a pool's reserve).
-  virtual void describe(ReportLine&) const {}
+  // What the path still holds in reserve after release_all: a pool's
+  // CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT after its trim; 0 for other paths.
+  virtual uint64_t reserved_after_release() const { return 0; }
 };
 
 // `device` is where allocations go; paths that name it explicitly

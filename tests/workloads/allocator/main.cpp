@@ -3,12 +3,14 @@
 // driver said along the way as one key=value line (see ../README.md).
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "allocation_path.h"
+#include "allocation_round.h"
 #include "command_line.h"
 #include "cu_check.h"
 #include "device_session.h"
@@ -22,6 +24,8 @@ struct AllocatorOptions {
   AllocationKind path = AllocationKind::linear;
   uint64_t target = 0;  // 0: until the driver refuses
   uint64_t chunk = 256ull << 20;
+  unsigned threads = 1;
+  uint64_t rounds = 1;  // 0: until killed
   double hold_seconds = 0;
   bool retry = false;
   bool info = false;
@@ -44,34 +48,17 @@ CUresult query_memory(MemoryInfo& info) {
   return CUDA_SUCCESS;
 }
 
-// One pass of allocations up to a target.
-struct Round {
-  uint64_t bytes = 0;
-  uint64_t chunks = 0;
-  CUresult error = CUDA_SUCCESS;  // what ended the round early, if anything
-};
-
 uint64_t round_up(uint64_t value, uint64_t unit) {
   return (value + unit - 1) / unit * unit;
 }
 
-Round allocate_until(AllocationPath& path, uint64_t target, uint64_t chunk) {
-  Round round;
-  while (round.bytes < target) {
-    const uint64_t want = std::min(chunk, round_up(target - round.bytes, kAllocationUnit));
-    uint64_t obtained = 0;
-    round.error = path.allocate(want, obtained);
-    if (round.error != CUDA_SUCCESS) break;
-    round.bytes += obtained;
-    ++round.chunks;
-  }
-  return round;
-}
+// One path a thread, each used by its own thread only.
+using Paths = std::vector<std::unique_ptr<AllocationPath>>;
 
-// Running out is the result the allocator exists to observe; any other
-// refusal means the driver (or an interposer) misbehaved.
-bool is_expected(CUresult result) {
-  return result == CUDA_SUCCESS || result == CUDA_ERROR_OUT_OF_MEMORY;
+CUresult release_all(const Paths& paths) {
+  for (const auto& path : paths)
+    RETURN_IF_ERROR(path->release_all());
+  return CUDA_SUCCESS;
 }
 
 void add_round(ReportLine& report, const std::string& prefix, const Round& round) {
@@ -85,6 +72,29 @@ void report_unexpected(const AllocatorOptions& options, const Round& round) {
   report_error("--path " + std::string(to_string(options.path)) + ": an allocation failed with " +
                error_name(round.error) + " (" + std::to_string(static_cast<int>(round.error)) +
                "), not CUDA_ERROR_OUT_OF_MEMORY");
+}
+
+// Rounds after the first, each allocating up to the target and freeing it
+// all, for as long as --rounds says. Announced with an event=looping line, so
+// that a test can kill the process while it allocates and frees.
+CUresult repeat_rounds(const AllocatorOptions& options, const Paths& paths, uint64_t target,
+                       CUcontext context, uint64_t& completed) {
+  if (options.rounds == 1) return CUDA_SUCCESS;
+  ReportLine looping;
+  looping.add("workload", "allocator")
+      .add("event", "looping")
+      .add("pid", static_cast<int64_t>(getpid()));
+  looping.print();
+  while (options.rounds == 0 || completed < options.rounds) {
+    const Round round = allocate_until(paths, target, options.chunk, context);
+    if (!is_expected(round.error)) {
+      report_unexpected(options, round);
+      return round.error;
+    }
+    RETURN_IF_ERROR(release_all(paths));
+    ++completed;
+  }
+  return CUDA_SUCCESS;
 }
 
 int run(const AllocatorOptions& options) {
@@ -116,9 +126,11 @@ int run(const AllocatorOptions& options) {
   const uint64_t target = options.target
                               ? options.target
                               : round_up(kUnboundedTargetFactor * before.total, kAllocationUnit);
-  std::unique_ptr<AllocationPath> path = make_allocation_path(options.path, session.device());
+  Paths paths;
+  for (unsigned i = 0; i < options.threads; ++i)
+    paths.push_back(make_allocation_path(options.path, session.device()));
 
-  const Round first = allocate_until(*path, target, options.chunk);
+  const Round first = allocate_until(paths, target, options.chunk, session.context());
   MemoryInfo allocated;
   if (query_memory(allocated) != CUDA_SUCCESS) return kExitFailure;
 
@@ -135,23 +147,36 @@ int run(const AllocatorOptions& options) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options.hold_seconds));
   }
 
-  if (path->release_all() != CUDA_SUCCESS) return kExitFailure;
+  if (release_all(paths) != CUDA_SUCCESS) return kExitFailure;
   MemoryInfo released;
   if (query_memory(released) != CUDA_SUCCESS) return kExitFailure;
 
   report.add("target", target)
       .add("chunk", options.chunk)
+      .add("threads", options.threads)
       .add("total", before.total)
       .add("free_before", before.free);
   add_round(report, "", first);
-  report.add("free_after_alloc", allocated.free).add("free_after_free", released.free);
-  path->describe(report);
+  report.add("thread_bytes", first.thread_bytes)
+      .add("free_after_alloc", allocated.free)
+      .add("free_after_free", released.free);
+  if (options.path == AllocationKind::pool) {
+    uint64_t reserved = 0;
+    for (const auto& path : paths)
+      reserved += path->reserved_after_release();
+    report.add("pool_reserved_after_trim", reserved);
+  }
+  uint64_t rounds = 1;
+  if (is_expected(first.error) &&
+      repeat_rounds(options, paths, target, session.context(), rounds) != CUDA_SUCCESS)
+    return kExitFailure;
+  report.add("rounds", rounds);
 
   Round again;
   if (options.retry) {
     // The same amount once more: what was given back must be obtainable again.
-    again = allocate_until(*path, first.bytes, options.chunk);
-    if (path->release_all() != CUDA_SUCCESS) return kExitFailure;
+    again = allocate_until(paths, first.bytes, options.chunk, session.context());
+    if (release_all(paths) != CUDA_SUCCESS) return kExitFailure;
     MemoryInfo after_retry;
     if (query_memory(after_retry) != CUDA_SUCCESS) return kExitFailure;
     add_round(report, "retry_", again);
@@ -196,6 +221,16 @@ int main(int argc, char** argv) {
                        "Bytes per allocation, a multiple of 2M; a mipmap chunk is its base "
                        "level (the chain adds a third)")
       ->default_str("256M");
+  app.add_option("--threads", options.threads,
+                 "Threads allocating at once, each through a path of its own, racing for the "
+                 "same --target; each round starts them together")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
+  app.add_option("--rounds", options.rounds,
+                 "Times to allocate up to the target and free it all (0: until killed); "
+                 "the report describes the first, and an event=looping line precedes the "
+                 "second")
+      ->capture_default_str();
   app.add_option("--hold", options.hold_seconds,
                  "Seconds to keep the memory before freeing it; an event=holding line is "
                  "printed when the wait starts")

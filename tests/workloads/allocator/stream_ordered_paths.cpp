@@ -73,9 +73,7 @@ class PoolPath final : public StreamOrderedPath {
     return CUDA_SUCCESS;
   }
 
-  void describe(ReportLine& report) const override {
-    report.add("pool_reserved_after_trim", reserved_after_trim_);
-  }
+  uint64_t reserved_after_release() const override { return reserved_after_trim_; }
 
  private:
   CUresult create_pool() {

@@ -24,6 +24,7 @@ CUresult DeviceSession::open(int ordinal) {
   CU_CHECK(cuDevicePrimaryCtxRetain(&context, device_));
   retained_ = true;
   CU_CHECK(cuCtxSetCurrent(context));
+  context_ = context;
   ordinal_ = ordinal;
   return CUDA_SUCCESS;
 }

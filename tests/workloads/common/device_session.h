@@ -20,6 +20,8 @@ class DeviceSession {
   CUresult open(int ordinal);
 
   CUdevice device() const { return device_; }
+  // The primary context, for other threads to make current.
+  CUcontext context() const { return context_; }
   int ordinal() const { return ordinal_; }
 
   // Adds what the driver says about itself and the device: driver_version,
@@ -28,6 +30,7 @@ class DeviceSession {
 
  private:
   CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
   int ordinal_ = -1;
   bool retained_ = false;
 };

@@ -1,0 +1,331 @@
+// Contexts: the device memory a context takes when it is created (the
+// driver's own tables, the local-memory reserve for the threads the device
+// can run, the printf FIFO and the default device malloc heap): hundreds of
+// MiB on a large GPU. The driver does not say how much, and cuMemGetInfo
+// needs a context, so gpulimit measures it: the device's free memory as NVML
+// reports it before and after the first context this process creates on a
+// capped device, the difference clamped to [0, total]. From then on every
+// context of this process on that device is charged that footprint, reserved
+// against the cap before the driver creates it: each cuCtxCreate context
+// until cuCtxDestroy, and the primary context once while it is retained
+// (from the retain that creates it to the release or reset that destroys it,
+// however many retains come between). Over the cap, creation returns
+// CUDA_ERROR_OUT_OF_MEMORY and leaves no context behind.
+//
+// What this is not: exact when anything else allocates or frees on the
+// device while the first context is created (that change is taken for the
+// context's), or for later contexts (a process's first context usually
+// takes more than the next ones); and it charges nothing when NVML cannot
+// be loaded or cannot find the device. Modules and the heaps that
+// cuCtxSetLimit grows are not counted. docs/memory-accounting.md has the
+// whole list.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "accounting.h"
+#include "nvml_subset.h"
+
+using namespace gpulimit;
+
+namespace {
+
+// NVML, for the device's free memory without a context.
+struct Nvml {
+  decltype(&::nvmlDeviceGetHandleByUUID) get_handle = nullptr;
+  decltype(&::nvmlDeviceGetMemoryInfo) get_memory_info = nullptr;
+  bool ready = false;
+};
+
+// Loaded and initialised once, the first time a context is measured, and
+// kept initialised (NVML counts initialisations; the program's own
+// nvmlShutdown leaves ours in place).
+const Nvml& nvml() {
+  static Nvml nvml;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!handle) handle = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!handle) return;
+    auto init = reinterpret_cast<decltype(&::nvmlInit_v2)>(real_dlsym(handle, "nvmlInit_v2"));
+    nvml.get_handle = reinterpret_cast<decltype(nvml.get_handle)>(
+        real_dlsym(handle, "nvmlDeviceGetHandleByUUID"));
+    nvml.get_memory_info = reinterpret_cast<decltype(nvml.get_memory_info)>(
+        real_dlsym(handle, "nvmlDeviceGetMemoryInfo"));
+    nvml.ready = init && nvml.get_handle && nvml.get_memory_info && init() == NVML_SUCCESS;
+  });
+  return nvml;
+}
+
+// NVML's handle of CUDA device `dev`, found by UUID (NVML numbers devices
+// its own way), or nullptr.
+nvmlDevice_t nvml_device(CUdevice dev) {
+  const Nvml& n = nvml();
+  auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
+  CUuuid uuid{};
+  if (!n.ready || !get_uuid || get_uuid(&uuid, dev) != CUDA_SUCCESS) return nullptr;
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  // A MIG instance has a UUID of its own, which NVML writes as MIG-...
+  for (const char* prefix : {"GPU-", "MIG-"}) {
+    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    std::snprintf(text, sizeof(text),
+                  "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix,
+                  b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                  b[13], b[14], b[15]);
+    nvmlDevice_t device = nullptr;
+    if (n.get_handle(text, &device) == NVML_SUCCESS) return device;
+  }
+  return nullptr;
+}
+
+bool device_memory(nvmlDevice_t device, nvmlMemory_t* memory) {
+  return device && nvml().get_memory_info(device, memory) == NVML_SUCCESS;
+}
+
+constexpr int kMaxOrdinals = 64;
+
+// Context creation and primary-context state changes, one at a time: the
+// measurement must see one creation alone, and the primary context's state
+// before a retain must still hold when the retain runs.
+std::mutex lifecycle_mu;
+
+// What one context of this process takes on each device, once measured.
+struct Footprint {
+  bool measured = false;
+  uint64_t bytes = 0;
+};
+Footprint footprints[kMaxOrdinals];  // under lifecycle_mu
+
+// What a context was charged: each cuCtxCreate context, and each device's
+// primary context.
+struct Charge {
+  int device = -1;  // the ledger's
+  uint64_t bytes = 0;
+};
+Charge primary_charges[kMaxOrdinals];  // under lifecycle_mu
+
+std::mutex contexts_mu;  // after lifecycle_mu when both are taken
+std::unordered_map<CUcontext, Charge>& contexts() {
+  static auto* map = new std::unordered_map<CUcontext, Charge>();  // never destroyed
+  return *map;
+}
+
+bool remember(CUcontext ctx, Charge charge) {
+  std::lock_guard<std::mutex> guard(contexts_mu);
+  try {
+    contexts()[ctx] = charge;
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+bool forget(CUcontext ctx, Charge* charge) {
+  std::lock_guard<std::mutex> guard(contexts_mu);
+  auto it = contexts().find(ctx);
+  if (it == contexts().end()) return false;
+  *charge = it->second;
+  contexts().erase(it);
+  return true;
+}
+
+// Creates a context on CUDA device `dev` (ledger device `device`) with
+// `create()` and charges its footprint: reserved before `create()` once
+// measured, else measured around this creation and then reserved. Over the
+// cap, `undo()` takes the new context away again and *pctx is as it was.
+// The caller holds lifecycle_mu.
+template <typename Create, typename Undo>
+CUresult create_charged(Tenant* tenant, CUcontext* pctx, CUdevice dev, int device, Create&& create,
+                        Undo&& undo, Charge* charge) {
+  Footprint& footprint = footprints[dev];
+  *charge = Charge{device, footprint.bytes};
+  if (footprint.measured) {
+    if (footprint.bytes && !tenant->reserve(device, footprint.bytes))
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    const CUresult result = create();
+    if (result != CUDA_SUCCESS && footprint.bytes) tenant->release(device, footprint.bytes);
+    return result;
+  }
+  const nvmlDevice_t handle = nvml_device(dev);
+  nvmlMemory_t before{}, after{};
+  const bool known = device_memory(handle, &before);
+  const CUcontext previous = *pctx;
+  const CUresult result = create();
+  if (result != CUDA_SUCCESS) return result;
+  footprint.measured = true;
+  if (known && device_memory(handle, &after) && before.free > after.free)
+    footprint.bytes = std::min(before.free - after.free, after.total);
+  *charge = Charge{device, footprint.bytes};
+  if (footprint.bytes && !tenant->reserve(device, footprint.bytes)) {
+    undo();
+    *pctx = previous;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return CUDA_SUCCESS;
+}
+
+// The ledger device of CUDA device `dev` under a cap, or -1.
+int capped_device(Tenant* tenant, CUdevice dev) {
+  return tenant && dev >= 0 && dev < kMaxOrdinals ? tenant->ledger_device(dev) : -1;
+}
+
+template <typename Create>
+CUresult create_context(CUcontext* pctx, CUdevice dev, Create&& create) {
+  Tenant* tenant = Tenant::limited();
+  if (!tenant && Tenant::refused()) return CUDA_ERROR_NOT_INITIALIZED;
+  const int device = pctx ? capped_device(tenant, dev) : -1;
+  if (device < 0) return create();
+  nvml();  // loaded before the lock: dlopen takes the loader's own
+  std::lock_guard<std::mutex> guard(lifecycle_mu);
+  auto destroy_real = real_function(real::cuCtxDestroy_v2);
+  auto destroy = [&](CUcontext ctx) {
+    if (destroy_real) destroy_real(ctx);
+  };
+  const CUcontext previous = *pctx;
+  Charge charge;
+  const CUresult result = create_charged(
+      tenant, pctx, dev, device, create, [&] { destroy(*pctx); }, &charge);
+  if (result != CUDA_SUCCESS || !charge.bytes) return result;
+  if (!remember(*pctx, charge)) {
+    // Out of host memory for the books: undo rather than let it escape the cap.
+    destroy(*pctx);
+    *pctx = previous;
+    tenant->release(device, charge.bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return CUDA_SUCCESS;
+}
+
+template <typename Destroy>
+CUresult destroy_context(CUcontext ctx, Destroy&& destroy) {
+  Tenant* tenant = Tenant::limited();
+  Charge charge;
+  if (!tenant || !forget(ctx, &charge)) return destroy();
+  const CUresult result = destroy();
+  if (result == CUDA_SUCCESS)
+    tenant->release(charge.device, charge.bytes);
+  else
+    remember(ctx, charge);  // still alive
+  return result;
+}
+
+// Whether the primary context of `dev` exists; false when the driver cannot say.
+bool primary_active(CUdevice dev, bool* active) {
+  auto get_state = real_function(real::cuDevicePrimaryCtxGetState);
+  unsigned int flags = 0;
+  int state = 0;
+  if (!get_state || get_state(dev, &flags, &state) != CUDA_SUCCESS) return false;
+  *active = state != 0;
+  return true;
+}
+
+// After a release or reset of `dev`'s primary context: once it is gone, what
+// it was charged goes back. The caller holds lifecycle_mu.
+void settle_primary(Tenant* tenant, CUdevice dev) {
+  Charge& charge = primary_charges[dev];
+  bool active = true;
+  if (!charge.bytes || !primary_active(dev, &active) || active) return;
+  tenant->release(charge.device, charge.bytes);
+  charge = Charge{};
+}
+
+template <typename Release>
+CUresult release_primary(CUdevice dev, Release&& release) {
+  Tenant* tenant = Tenant::limited();
+  if (capped_device(tenant, dev) < 0) return release();
+  std::lock_guard<std::mutex> guard(lifecycle_mu);
+  const CUresult result = release();
+  if (result == CUDA_SUCCESS) settle_primary(tenant, dev);
+  return result;
+}
+
+}  // namespace
+
+GPULIMIT_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params,
+                                        unsigned int flags, CUdevice dev) {
+  auto real = real_function(real::cuCtxCreate_v4);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return create_context(pctx, dev, [&] { return real(pctx, params, flags, dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* params,
+                                        int num_params, unsigned int flags, CUdevice dev) {
+  auto real = real_function(real::cuCtxCreate_v3);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return create_context(pctx, dev, [&] { return real(pctx, params, num_params, flags, dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  auto real = real_function(real::cuCtxCreate_v2);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return create_context(pctx, dev, [&] { return real(pctx, flags, dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  auto real = real_function(real::cuCtxCreate);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return create_context(pctx, dev, [&] { return real(pctx, flags, dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  auto real = real_function(real::cuCtxDestroy_v2);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return destroy_context(ctx, [&] { return real(ctx); });
+}
+
+GPULIMIT_EXPORT CUresult cuCtxDestroy(CUcontext ctx) {
+  auto real = real_function(real::cuCtxDestroy);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return destroy_context(ctx, [&] { return real(ctx); });
+}
+
+GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  auto real = real_function(real::cuDevicePrimaryCtxRetain);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  Tenant* tenant = Tenant::limited();
+  if (!tenant && Tenant::refused()) return CUDA_ERROR_NOT_INITIALIZED;
+  const int device = pctx ? capped_device(tenant, dev) : -1;
+  if (device < 0) return real(pctx, dev);
+  nvml();  // loaded before the lock: dlopen takes the loader's own
+  std::lock_guard<std::mutex> guard(lifecycle_mu);
+  bool active = false;
+  // Only the retain that creates the primary context is charged.
+  if (!primary_active(dev, &active) || active) return real(pctx, dev);
+  auto release = real_function(real::cuDevicePrimaryCtxRelease_v2);
+  Charge charge;
+  const CUresult result = create_charged(
+      tenant, pctx, dev, device, [&] { return real(pctx, dev); },
+      [&] {
+        if (release) release(dev);
+      },
+      &charge);
+  if (result == CUDA_SUCCESS) primary_charges[dev] = charge;
+  return result;
+}
+
+GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  auto real = real_function(real::cuDevicePrimaryCtxRelease_v2);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return release_primary(dev, [&] { return real(dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  auto real = real_function(real::cuDevicePrimaryCtxRelease);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return release_primary(dev, [&] { return real(dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  auto real = real_function(real::cuDevicePrimaryCtxReset_v2);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return release_primary(dev, [&] { return real(dev); });
+}
+
+GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  auto real = real_function(real::cuDevicePrimaryCtxReset);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return release_primary(dev, [&] { return real(dev); });
+}
