@@ -17,6 +17,7 @@ packages=(
   libgmock-dev
   libbenchmark-dev
   libcli11-dev     # command-line parsing
+  nlohmann-json3-dev  # JSON: gpulimitd's status, read by gpulimit status
 )
 
 missing=()

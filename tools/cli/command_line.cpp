@@ -1,13 +1,32 @@
 #include "command_line.h"
 
 #include <CLI/CLI.hpp>
+#include <string_view>
 
 namespace gpulimit::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpulimit [--mem SIZE] [--device-mem LIST] -- COMMAND [ARGUMENT...]; see gpulimit "
-    "--help";
+    "usage: gpulimit [OPTION...] [--] COMMAND [ARGUMENT...], or gpulimit status [--json]; see "
+    "gpulimit --help";
+
+constexpr std::string_view kStatusCommand = "status";
+
+// `gpulimit status [--json]`: `args` are the words after "status".
+bool parse_status(const std::vector<std::string_view>& args, Invocation& out, std::string& error) {
+  out.status = true;
+  for (const std::string_view arg : args) {
+    if (arg == "--json") {
+      out.json = true;
+    } else if (arg == "-h" || arg == "--help") {
+      out.help = true;
+    } else {
+      error = "status: unknown argument " + std::string(arg) + " (usage: gpulimit status [--json])";
+      return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -19,11 +38,15 @@ options::FlagValues Invocation::flag_values() const {
 }
 
 bool parse_command_line(int argc, char** argv, Invocation& out, std::string& error) {
+  if (argc >= 2 && argv[1] == kStatusCommand)
+    return parse_status(std::vector<std::string_view>(argv + 2, argv + argc), out, error);
+
   CLI::App app{"", "gpulimit"};
   // The help page is help_text()'s, written as a manual page.
   app.set_help_flag();
   app.add_flag("-h,--help", out.help);
   app.add_flag("--version", out.version);
+  app.add_flag("--no-server", out.no_server);
 
   // Every occurrence is kept, so that a flag given twice is refused here
   // rather than one of its values quietly winning.

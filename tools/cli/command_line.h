@@ -1,5 +1,6 @@
-// gpulimit's command line: the limit flags of the option table, --help,
-// --version, and the command to run, after `--` or after the last option.
+// gpulimit's command line: the limit flags of the option table, --no-server,
+// --help, --version, and the command to run, after `--` or after the last
+// option; or `status [--json]` as the first argument.
 #pragma once
 
 #include <array>
@@ -17,13 +18,18 @@ struct Invocation {
   std::vector<std::string> command;
   bool help = false;
   bool version = false;
+  bool no_server = false;  // run the command without time-slicing
+  bool status = false;     // `gpulimit status`: show the server's state
+  bool json = false;       // `gpulimit status --json`
 
   // flag_text as the options library takes it: views valid while this lives.
   options::FlagValues flag_values() const;
 };
 
 // False with `error` set to one line on a malformed command line. A missing
-// command is an error unless --help or --version asks for none.
+// command is an error unless --help, --version or `status` asks for none.
+// `status` is the subcommand only as the first argument: `gpulimit --
+// status` runs a program called status.
 bool parse_command_line(int argc, char** argv, Invocation& out, std::string& error);
 
 }  // namespace gpulimit::cli

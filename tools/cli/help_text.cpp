@@ -4,6 +4,7 @@
 
 #include "gpulimit/options/limits.h"
 #include "gpulimit/options/option_table.h"
+#include "gpulimit/options/values.h"
 
 namespace gpulimit::cli {
 namespace {
@@ -13,27 +14,55 @@ using options::OptionSpec;
 using options::ValueKind;
 
 constexpr std::string_view kDescription = R"(NAME
-    gpulimit - run a command as a tenant with a GPU memory cap
+    gpulimit - run a command as a tenant with GPU memory and time limits
 
 SYNOPSIS
-    gpulimit [--mem SIZE] [--device-mem LIST] [--] COMMAND [ARGUMENT...]
+    gpulimit [--mem SIZE] [--device-mem LIST] [--sm PERCENT]
+             [--weight WEIGHT] [--priority PRIORITY] [--no-server]
+             [--] COMMAND [ARGUMENT...]
+    gpulimit status [--json]
     gpulimit --help | --version
 
 DESCRIPTION
     Runs COMMAND as a new tenant, with libgpulimit.so preloaded to hook the
     CUDA driver. A tenant is one job: COMMAND and every process it starts
     (shells, DataLoader workers, torchrun ranks), which inherit the tenant
-    through the environment. A cap is the tenant's as a whole: its
-    processes together never allocate more of a device's memory. An
-    allocation past the cap fails as the device being full would fail it
-    (CUDA_ERROR_OUT_OF_MEMORY), and the driver and NVML report the cap as
-    the device's total memory (cuMemGetInfo, cuDeviceTotalMem,
-    nvmlDeviceGetMemoryInfo).
+    through the environment. Limits are the tenant's as a whole.
 
-    Counted today: linear, pitched and managed memory, stream-ordered
-    allocations, VMM physical allocations (cuMemCreate) and arrays. Not yet:
-    graph memory, context and module overhead, and memory a pool keeps after
-    its allocations are freed.
+    Memory. The tenant's processes together never allocate more of a
+    device's memory than its cap. An allocation past the cap fails as the
+    device being full would fail it (CUDA_ERROR_OUT_OF_MEMORY), and the
+    driver and NVML report the cap as the device's total memory
+    (cuMemGetInfo, cuDeviceTotalMem, nvmlDeviceGetMemoryInfo). Counted
+    today: linear, pitched and managed memory, stream-ordered allocations,
+    VMM physical allocations (cuMemCreate) and arrays. Not yet: graph
+    memory, context and module overhead, and memory a pool keeps after its
+    allocations are freed. Memory caps need no server.
+
+    Time-slicing. gpulimitd, a token server, lets one tenant at a time
+    launch work on a device, for a quantum of some tens of milliseconds; a
+    kernel launch of any other tenant waits for its turn. Work a tenant
+    queued before its turn ended is charged to it, so shares hold over
+    time. --sm caps a tenant's share of a device's time even when the
+    device is otherwise idle; --weight shares the time of a contended
+    device in proportion to the weights of the tenants that want it, an
+    idle tenant's time going to the others; --priority lets a waiting
+    tenant go first when a quantum ends. A tenant alone on a device without
+    a cap keeps it and is never slowed.
+
+    The server. gpulimit hands the job GPULIMIT_SOCKET, the socket of the
+    gpulimitd it is time-sliced by: the one the caller's GPULIMIT_SOCKET
+    names; else the system's, if one listens at
+    /run/gpulimit/gpulimitd.sock; else the user's own, at
+    $XDG_RUNTIME_DIR/gpulimit/gpulimitd.sock (or
+    /tmp/gpulimit-<uid>/gpulimitd.sock without XDG_RUNTIME_DIR), started
+    when nobody listens there. That one runs in a session of its own, not
+    as a process of the job, writes to gpulimitd.log beside its socket and
+    exits after 10 minutes without tenants. With no server to be had, a job
+    that asked for GPU time (--sm, --weight, --priority or their variables)
+    is not run; any other runs with its memory caps only, and gpulimit says
+    so in one line. --no-server runs a job without time-slicing on
+    purpose, and without that line.
 
     gpulimit checks everything first; on any mistake it prints one line and
     runs nothing. Then it becomes COMMAND (exec): COMMAND keeps gpulimit's
@@ -43,10 +72,25 @@ DESCRIPTION
     CUDA_VISIBLE_DEVICES: with CUDA_VISIBLE_DEVICES=2,3, device 0 is the
     machine's GPU 2.
 
+COMMANDS
+    status [--json]
+        Show what the gpulimitd a job would use knows, found as above but
+        never started: the server (process id, user or system mode, uptime,
+        quantum); each device with the tenant holding it and the number
+        waiting; each tenant with its user, processes and limits and, per
+        device, its memory used and cap, and the share of GPU time it is to
+        get and has had. --json prints the server's answer, a JSON object,
+        as it is.
+
 OPTIONS
 )";
 
-constexpr std::string_view kExitStatus = R"(
+constexpr std::string_view kOtherOptions = R"(
+    --no-server
+        Run COMMAND without time-slicing: no gpulimitd is looked for or
+        started, and the job is given no GPULIMIT_SOCKET. Memory caps
+        still hold. Refused together with a limit of GPU time.
+
     -h, --help
         Print this page and exit.
 
@@ -57,9 +101,12 @@ EXIT STATUS
     COMMAND's own status once it runs; a COMMAND killed by a signal is seen
     by the caller as killed by that signal. Before that:
     2      a malformed option or value, an unknown device, conflicting
-           limits, or libgpulimit.so not found; nothing was run
+           limits, libgpulimit.so not found, or a limit of GPU time with
+           no gpulimitd to enforce it; nothing was run
     126    COMMAND was found but could not be run
     127    COMMAND was not found
+    gpulimit status: 0 once shown, 1 when no gpulimitd runs or it does not
+    answer, 2 for a malformed command line or GPULIMIT_SOCKET.
 
 ENVIRONMENT
     gpulimit sets these for COMMAND, and libgpulimit.so reads them in every
@@ -74,6 +121,18 @@ constexpr std::string_view kOtherVariables = R"(
         The libgpulimit.so to preload, instead of the one installed beside
         gpulimit (<bin>/../lib/libgpulimit.so).
 
+    GPULIMIT_SERVER=PATH
+        The gpulimitd to start, instead of the one installed beside
+        gpulimit (<bin>/gpulimitd); a name without a '/' is looked up in
+        PATH. It is run as PATH --socket SOCKET --idle-exit-s SECONDS, in
+        the caller's environment less LD_PRELOAD, CUDA_VISIBLE_DEVICES and
+        the variables above.
+
+    XDG_RUNTIME_DIR
+        The user's own server keeps its socket and log in
+        $XDG_RUNTIME_DIR/gpulimit; without XDG_RUNTIME_DIR, in
+        /tmp/gpulimit-<uid>.
+
     CUDA_VISIBLE_DEVICES
         Read as the CUDA driver reads it (indices, GPU UUIDs or unique
         prefixes of them; the first invalid entry ends the list) to know
@@ -83,12 +142,28 @@ constexpr std::string_view kOtherVariables = R"(
     LD_PRELOAD
         gpulimit puts libgpulimit.so first and keeps the other entries, less
         any other copy of libgpulimit.so.
+
+FILES
+    /run/gpulimit/gpulimitd.sock
+        The system server's socket.
+
+    $XDG_RUNTIME_DIR/gpulimit/, /tmp/gpulimit-<uid>/
+        The user's own server: gpulimitd.sock and gpulimitd.log. The
+        directory must belong to the user and be writable by nobody else.
 )";
 
 constexpr std::string_view kExamples = R"(
 EXAMPLES
     gpulimit --mem 10G -- python train.py
         PyTorch in train.py, and every worker it starts, see GPUs of 10 GiB.
+
+    gpulimit --mem 10G --sm 30 -- python train.py
+        As above, and at most 30% of each device's time, even when no
+        other job wants it.
+
+    gpulimit --weight 3 --priority high -- python serve.py
+        Three times the share of a weight-1 job on a contended device, and
+        the device first when both wait.
 
     gpulimit --mem 50% -- torchrun --nproc-per-node 2 train.py
         Both ranks together hold at most half of each device.
@@ -98,6 +173,9 @@ EXAMPLES
 
     CUDA_VISIBLE_DEVICES=2,3 gpulimit --device-mem 0=10G,1=30% -- ./job
         10 GiB of the machine's GPU 2 and 30% of its GPU 3.
+
+    gpulimit status
+        Who holds which device, who waits, and the share each job gets.
 )";
 
 // What a value of each kind is: the grammar of gpulimit/options/values.h.
@@ -111,10 +189,19 @@ std::string grammar(ValueKind kind) {
       return "LIST is INDEX=SIZE entries separated by commas, each device at\n"
              "most once; INDEX is a device index from 0 to " +
              std::to_string(options::kMaxDeviceIndex) + ", SIZE as for --mem.";
+    case ValueKind::kPercent:
+      return "PERCENT is a whole number from 1 to 100, with or without '%'.";
+    case ValueKind::kWeight:
+      return "WEIGHT is a whole number from 1 to " + std::to_string(options::kMaxWeight) + ".";
+    case ValueKind::kPriority:
+      return "PRIORITY is high, normal or low.";
     case ValueKind::kTenantId:
       return "ID is 1 to 64 characters of A-Z a-z 0-9 . _ -";
     case ValueKind::kAbsolutePath:
       return "DIR is an absolute path.";
+    case ValueKind::kSocketPath:
+      return "PATH is an absolute path of at most " +
+             std::to_string(options::kMaxSocketPathLength) + " bytes.";
   }
   return "";
 }
@@ -133,8 +220,18 @@ std::string variable_details(const OptionSpec& spec) {
     case OptionId::kTenant:
       return "Set already, it is kept and the job joins that tenant; otherwise\n"
              "gpulimit makes a new id, <uid>-<pid>-<16 hex digits>.";
+    case OptionId::kSm:
+      return "HAMi's name for it, " + std::string(spec.hami_alias) +
+             ", is read too (an integer\n"
+             "percentage, where 0 means no cap); the two must agree.";
+    case OptionId::kWeight:
+    case OptionId::kPriority:
+      return "";
     case OptionId::kLedgerDir:
       return "Every process of a tenant must see the same one.";
+    case OptionId::kSocket:
+      return "Set already, it names the server the job uses, which must be\n"
+             "listening: gpulimit starts none there. --no-server leaves it out.";
   }
   return "";
 }
@@ -164,7 +261,7 @@ std::string help_text() {
     append_paragraph(page, grammar(spec.kind));
     append_paragraph(page, "Examples: " + std::string(spec.examples) + ".");
   }
-  page += kExitStatus;
+  page += kOtherOptions;
   for (const OptionSpec& spec : options::kOptionTable) {
     page += "\n    " + std::string(spec.variable) + "=" + std::string(spec.metavar) + "\n";
     if (spec.flag.empty()) {

@@ -1,5 +1,9 @@
 // gpulimit: runs a command as a new tenant under GPU limits. Everything is
-// checked before anything runs; then gpulimit becomes the command.
+// checked before anything runs; then gpulimit finds (or starts) the
+// gpulimitd that time-slices the GPU, and becomes the command.
+// `gpulimit status` shows what that server knows.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -15,7 +19,9 @@
 #include "interposer_library.h"
 #include "job_environment.h"
 #include "run_command.h"
+#include "server_choice.h"
 #include "stale_ledgers.h"
+#include "status_command.h"
 #include "tenant_id.h"
 
 extern char** environ;
@@ -37,6 +43,28 @@ std::optional<std::string_view> variable(const char* name) {
   return value;
 }
 
+// Sets `limits.socket` to the server that will time-slice the job, started
+// if need be. Without one, a job that asked for GPU time (`asked` names
+// how) is refused rather than run without it; any other runs with its
+// memory caps only, and is told so in one line.
+bool choose_job_server(gpulimit::options::Limits& limits, const std::string& asked,
+                       std::string& error) {
+  namespace cli = gpulimit::cli;
+  std::string socket;
+  if (cli::choose_server(cli::server_places(environ, limits.socket, getuid()),
+                         cli::StartServer::kOnDemand, environ, socket, error)) {
+    limits.socket = socket;
+    return true;
+  }
+  if (!asked.empty()) {
+    error = asked + " needs gpulimitd: " + error;
+    return false;
+  }
+  std::fprintf(stderr, "gpulimit: time-slicing is off, memory caps only: %s\n", error.c_str());
+  limits.socket.clear();
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,11 +82,16 @@ int main(int argc, char** argv) {
     std::printf("gpulimit %s\n", GPULIMIT_VERSION);
     return EXIT_SUCCESS;
   }
+  if (invocation.status) return cli::show_status(environ, invocation.json);
 
   // The limits exactly as every process of the job will read them.
+  const options::FlagValues flags = invocation.flag_values();
   options::Limits limits;
-  if (!options::limits_from_command_line(environ, invocation.flag_values(), limits, error)) {
-    return fail(error);
+  if (!options::limits_from_command_line(environ, flags, limits, error)) return fail(error);
+  std::string asked;
+  if (!options::compute_limits_asked(environ, flags, asked)) asked.clear();
+  if (invocation.no_server && !asked.empty()) {
+    return fail(asked + ": a limit of GPU time needs gpulimitd, and --no-server runs without it");
   }
   std::string library;
   if (!cli::find_interposer_library(library, error)) return fail(error);
@@ -69,6 +102,12 @@ int main(int argc, char** argv) {
     return fail(error);
   }
   if (limits.tenant.empty() && !cli::new_tenant_id(limits.tenant, error)) return fail(error);
+  // After every check: it may start a server, for a job that must then run.
+  if (invocation.no_server) {
+    limits.socket.clear();
+  } else if (!choose_job_server(limits, asked, error)) {
+    return fail(error);
+  }
 
   std::vector<std::string> environment;
   if (!cli::job_environment(environ, limits, library, environment, error)) return fail(error);

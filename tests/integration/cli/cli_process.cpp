@@ -94,4 +94,19 @@ CliRun run_program(const std::string& program, const std::vector<std::string>& a
   return run;
 }
 
+Variables parse_environment(const std::string& text) {
+  Variables variables;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const size_t equals = line.find('=');
+    if (equals != std::string::npos)
+      variables.emplace(line.substr(0, equals), line.substr(equals + 1));
+    start = end + 1;
+  }
+  return variables;
+}
+
 }  // namespace integration

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,11 @@ struct CliRun {
 CliRun run_program(const std::string& program, const std::vector<std::string>& args,
                    const std::vector<std::string>& environment, const std::string& output_dir,
                    const std::string& working_dir = "");
+
+using Variables = std::map<std::string, std::string>;
+
+// NAME=value lines, as print_environment writes them; the first of a name
+// counts, as with getenv.
+Variables parse_environment(const std::string& text);
 
 }  // namespace integration

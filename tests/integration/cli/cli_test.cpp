@@ -32,24 +32,6 @@ const std::string kBuildTreeLibrary = GPULIMIT_BUILD_TREE_LIBRARY;
 // The simulator's device 1, as NVML and CUDA_VISIBLE_DEVICES name it.
 const std::string kSimulatedGpu1 = "GPU-fa4ec0da-0000-4000-8000-000000000001";
 
-using Variables = std::map<std::string, std::string>;
-
-// NAME=value lines; the first of a name counts, as with getenv.
-Variables parse_environment(const std::string& text) {
-  Variables variables;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    const size_t equals = line.find('=');
-    if (equals != std::string::npos)
-      variables.emplace(line.substr(0, equals), line.substr(equals + 1));
-    start = end + 1;
-  }
-  return variables;
-}
-
 size_t count_lines_starting(const std::string& text, const std::string& prefix) {
   size_t count = text.starts_with(prefix) ? 1 : 0;
   for (size_t at = text.find('\n' + prefix); at != std::string::npos;
@@ -100,8 +82,12 @@ class GpulimitCli : public ::testing::Test {
             "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state"};
   }
 
-  CliRun gpulimit(const std::vector<std::string>& args, const std::vector<std::string>& env,
+  // With --no-server: these tests are about everything but the server
+  // (server_test.cpp), so none starts one, and stderr holds only what a
+  // test looks for.
+  CliRun gpulimit(std::vector<std::string> args, const std::vector<std::string>& env,
                   const std::string& working_dir = "") {
+    args.insert(args.begin(), "--no-server");
     return run_program(kGpulimit, args, env, dir_.path(), working_dir);
   }
 
@@ -267,6 +253,54 @@ TEST_F(GpulimitCli, RefusesMalformedDeviceLists) {
                  "--device-mem 1=200%: device 1: not a percentage from 1% to 100%");
 }
 
+TEST_F(GpulimitCli, RefusesMalformedComputeLimits) {
+  const std::string percent = "not a percentage from 1 to 100 (examples: 30, 30%)";
+  expect_refused({"--sm", "0"}, environment(), "gpulimit: --sm 0: zero is not a cap");
+  expect_refused({"--sm", "0%"}, environment(), "--sm 0%: zero is not a cap");
+  expect_refused({"--sm", "101"}, environment(), "--sm 101: " + percent);
+  expect_refused({"--sm", "30%%"}, environment(), "--sm 30%%: " + percent);
+  expect_refused({"--sm", "half"}, environment(), "--sm half: " + percent);
+  expect_refused({"--weight", "0"}, environment(), "--weight 0: not a whole number from 1 to 1000");
+  expect_refused({"--weight", "1001"}, environment(), "--weight 1001: not a whole number");
+  expect_refused({"--weight", "2.5"}, environment(), "--weight 2.5: not a whole number");
+  expect_refused({"--priority", "urgent"}, environment(),
+                 "--priority urgent: not a priority (high, normal or low)");
+  expect_refused({"--priority", "HIGH"}, environment(), "--priority HIGH: not a priority");
+  expect_refused({"--sm"}, environment(), "--sm");
+  expect_refused({"--sm", "30", "--sm", "30"}, environment(), "--sm is given twice");
+  expect_refused({"--mem", "1G"}, environment({"GPULIMIT_SM=0"}),
+                 "GPULIMIT_SM=0: zero is not a cap");
+  expect_refused({"--mem", "1G"}, environment({"GPULIMIT_PRIORITY=top"}),
+                 "GPULIMIT_PRIORITY=top: not a priority");
+  expect_refused({"--sm", "30"}, environment({"CUDA_DEVICE_SM_LIMIT=50"}),
+                 "--sm 30 and CUDA_DEVICE_SM_LIMIT=50 disagree");
+  expect_refused({"--mem", "1G"}, environment({"CUDA_DEVICE_SM_LIMIT=lots"}),
+                 "CUDA_DEVICE_SM_LIMIT=lots: not a percentage from 0 (no cap) to 100");
+  expect_refused({"--mem", "1G"}, environment({"GPULIMIT_SOCKET=gpulimitd.sock"}),
+                 "GPULIMIT_SOCKET=gpulimitd.sock: not an absolute path");
+}
+
+TEST_F(GpulimitCli, NoServerRefusesALimitOfGpuTime) {
+  const std::string needs =
+      ": a limit of GPU time needs gpulimitd, and --no-server runs without it";
+  expect_refused({"--sm", "30"}, environment(), "gpulimit: --sm 30" + needs);
+  expect_refused({"--weight", "1"}, environment(), "--weight 1" + needs);
+  expect_refused({}, environment({"GPULIMIT_PRIORITY=high"}), "GPULIMIT_PRIORITY=high" + needs);
+  expect_refused({}, environment({"CUDA_DEVICE_SM_LIMIT=40"}), "CUDA_DEVICE_SM_LIMIT=40" + needs);
+}
+
+TEST_F(GpulimitCli, NoServerGivesTheJobNoSocketAndSaysNothing) {
+  const CliRun run =
+      gpulimit({"--mem", "1G", "--", kPrintEnvironment},
+               environment({"GPULIMIT_SOCKET=/run/elsewhere.sock", "CUDA_DEVICE_SM_LIMIT=0"}));
+  ASSERT_TRUE(run.exited_with(0)) << run.describe();
+  EXPECT_EQ(run.err, "");
+  const Variables job = parse_environment(run.out);
+  EXPECT_EQ(job.count("GPULIMIT_SOCKET"), 0u);
+  EXPECT_EQ(job.count("GPULIMIT_SM"), 0u);
+  EXPECT_EQ(job.at("CUDA_DEVICE_SM_LIMIT"), "0");  // HAMi's variables are kept
+}
+
 TEST_F(GpulimitCli, RefusesMalformedCommandLines) {
   expect_refused({"--memm", "1G"}, environment(), "unknown option --memm");
   expect_refused({"--mem", "1G", "--mem", "2G"}, environment(), "--mem is given twice");
@@ -381,15 +415,17 @@ TEST_F(GpulimitCli, FindsTheLibraryOfAnInstall) {
   fs::permissions(prefix + "/bin/gpulimit", fs::perms::owner_all);
   fs::copy_file(kPreloadStandIn, prefix + "/lib/libgpulimit.so");
 
-  const CliRun run = run_program(prefix + "/bin/gpulimit", {"--mem", "1G", "--", kPrintEnvironment},
-                                 without_library(), dir_.path());
+  const CliRun run =
+      run_program(prefix + "/bin/gpulimit", {"--no-server", "--mem", "1G", "--", kPrintEnvironment},
+                  without_library(), dir_.path());
   ASSERT_TRUE(run.exited_with(0)) << run.describe();
   EXPECT_EQ(parse_environment(run.out).at("LD_PRELOAD"), canonical(prefix + "/lib/libgpulimit.so"));
 
   // An install never falls back on a build tree.
   fs::remove(prefix + "/lib/libgpulimit.so");
-  const CliRun missing = run_program(prefix + "/bin/gpulimit", {"--mem", "1G", "--", "true"},
-                                     without_library(), dir_.path());
+  const CliRun missing =
+      run_program(prefix + "/bin/gpulimit", {"--no-server", "--mem", "1G", "--", "true"},
+                  without_library(), dir_.path());
   EXPECT_TRUE(missing.exited_with(2)) << missing.describe();
   EXPECT_EQ(missing.err, "gpulimit: cannot find libgpulimit.so (looked for " + canonical(prefix) +
                              "/lib/libgpulimit.so); set GPULIMIT_LIBRARY to "
@@ -412,9 +448,26 @@ TEST_F(GpulimitCli, HelpAndVersionRunNothing) {
       gpulimit({"--help", "--", "/bin/sh", "-c", "touch " + marker_}, environment());
   EXPECT_TRUE(help.exited_with(0)) << help.describe();
   EXPECT_EQ(help.err, "");
-  for (const char* section : {"SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "ENVIRONMENT",
-                              "EXAMPLES", "--mem SIZE", "--device-mem LIST", "GPULIMIT_TENANT",
-                              "CUDA_DEVICE_MEMORY_LIMIT_<INDEX>", "tenant"})
+  for (const char* section : {"SYNOPSIS",
+                              "DESCRIPTION",
+                              "OPTIONS",
+                              "EXIT STATUS",
+                              "ENVIRONMENT",
+                              "EXAMPLES",
+                              "--mem SIZE",
+                              "--device-mem LIST",
+                              "GPULIMIT_TENANT",
+                              "CUDA_DEVICE_MEMORY_LIMIT_<INDEX>",
+                              "tenant",
+                              "--sm PERCENT",
+                              "--weight WEIGHT",
+                              "--priority PRIORITY",
+                              "--no-server",
+                              "gpulimit status [--json]",
+                              "CUDA_DEVICE_SM_LIMIT",
+                              "GPULIMIT_SOCKET",
+                              "GPULIMIT_SERVER",
+                              "Time-slicing"})
     EXPECT_NE(help.out.find(section), std::string::npos) << section;
 
   const CliRun version = gpulimit({"--version"}, environment());

@@ -10,6 +10,14 @@ namespace {
 
 constexpr std::size_t kMem = static_cast<std::size_t>(options::OptionId::kMem);
 constexpr std::size_t kDeviceMem = static_cast<std::size_t>(options::OptionId::kDeviceMem);
+constexpr std::size_t kSm = static_cast<std::size_t>(options::OptionId::kSm);
+constexpr std::size_t kWeight = static_cast<std::size_t>(options::OptionId::kWeight);
+constexpr std::size_t kPriority = static_cast<std::size_t>(options::OptionId::kPriority);
+constexpr std::size_t kSocket = static_cast<std::size_t>(options::OptionId::kSocket);
+
+const std::string kUsage =
+    "(usage: gpulimit [OPTION...] [--] COMMAND [ARGUMENT...], or gpulimit status [--json]; see "
+    "gpulimit --help)";
 
 // argv as main receives it.
 class Arguments {
@@ -67,6 +75,73 @@ TEST(CommandLine, AFlagNotGivenHasNoText) {
   EXPECT_FALSE(sut.flag_values()[kDeviceMem]);
 }
 
+TEST(CommandLine, ComputeFlagsAndNoServer) {
+  Invocation sut;
+  std::string error;
+  ASSERT_TRUE(parse({"--sm", "30", "--weight=2", "--priority", "high", "--mem", "10G",
+                     "--no-server", "--", "python", "--sm", "1"},
+                    sut, error))
+      << error;
+  EXPECT_EQ(sut.flag_text[kSm], "30");
+  EXPECT_EQ(sut.flag_text[kWeight], "2");
+  EXPECT_EQ(sut.flag_text[kPriority], "high");
+  EXPECT_EQ(sut.flag_text[kMem], "10G");
+  EXPECT_TRUE(sut.no_server);
+  EXPECT_FALSE(sut.status);
+  EXPECT_EQ(sut.command, (std::vector<std::string>{"python", "--sm", "1"}));
+
+  Invocation plain;
+  ASSERT_TRUE(parse({"--", "true"}, plain, error)) << error;
+  EXPECT_FALSE(plain.no_server);
+  EXPECT_FALSE(plain.flag_text[kSm]);
+}
+
+TEST(CommandLine, TheSocketHasNoFlag) {
+  EXPECT_EQ(error_of({"--socket", "/s", "--", "x"}).substr(0, 23), "unknown option --socket");
+  Invocation sut;
+  std::string error;
+  ASSERT_TRUE(parse({"--", "x"}, sut, error)) << error;
+  EXPECT_FALSE(sut.flag_text[kSocket]);
+}
+
+TEST(CommandLine, StatusAsTheFirstArgument) {
+  Invocation sut;
+  std::string error;
+  ASSERT_TRUE(parse({"status"}, sut, error)) << error;
+  EXPECT_TRUE(sut.status);
+  EXPECT_FALSE(sut.json);
+  EXPECT_TRUE(sut.command.empty());
+
+  Invocation json;
+  ASSERT_TRUE(parse({"status", "--json"}, json, error)) << error;
+  EXPECT_TRUE(json.status);
+  EXPECT_TRUE(json.json);
+
+  Invocation help;
+  ASSERT_TRUE(parse({"status", "--help"}, help, error)) << error;
+  EXPECT_TRUE(help.help);
+}
+
+TEST(CommandLine, StatusElsewhereIsACommand) {
+  Invocation sut;
+  std::string error;
+  ASSERT_TRUE(parse({"--", "status"}, sut, error)) << error;
+  EXPECT_FALSE(sut.status);
+  EXPECT_EQ(sut.command, std::vector<std::string>{"status"});
+
+  Invocation after_flag;
+  ASSERT_TRUE(parse({"--mem", "1G", "status", "--json"}, after_flag, error)) << error;
+  EXPECT_FALSE(after_flag.status);
+  EXPECT_EQ(after_flag.command, (std::vector<std::string>{"status", "--json"}));
+}
+
+TEST(CommandLine, StatusRefusesOtherArguments) {
+  EXPECT_EQ(error_of({"status", "--mem", "1G"}),
+            "status: unknown argument --mem (usage: gpulimit status [--json])");
+  EXPECT_EQ(error_of({"status", "--json", "x"}),
+            "status: unknown argument x (usage: gpulimit status [--json])");
+}
+
 TEST(CommandLine, HelpAndVersionNeedNoCommand) {
   for (const char* flag : {"--help", "-h", "--version"}) {
     Invocation sut;
@@ -77,13 +152,16 @@ TEST(CommandLine, HelpAndVersionNeedNoCommand) {
 }
 
 TEST(CommandLine, RefusesMistakesInOneLine) {
-  EXPECT_EQ(error_of({"--mem", "1G"}),
-            "no command to run (usage: gpulimit [--mem SIZE] [--device-mem LIST] -- COMMAND "
-            "[ARGUMENT...]; see gpulimit --help)");
+  EXPECT_EQ(error_of({"--mem", "1G"}), "no command to run " + kUsage);
+  EXPECT_EQ(error_of({"--no-server"}), "no command to run " + kUsage);
+  EXPECT_EQ(error_of({"--memm", "1G", "--", "x"}), "unknown option --memm " + kUsage);
   EXPECT_EQ(error_of({"--mem", "1G", "--"}).substr(0, 17), "no command to run");
   EXPECT_EQ(error_of({"--memm", "1G", "--", "x"}).substr(0, 21), "unknown option --memm");
   EXPECT_EQ(error_of({"--mem", "1G", "--mem", "1G", "--", "x"}), "--mem is given twice");
   EXPECT_EQ(error_of({"--mem", "--", "x"}), "--mem needs a value (SIZE)");
+  EXPECT_EQ(error_of({"--sm", "--", "x"}), "--sm needs a value (PERCENT)");
+  EXPECT_EQ(error_of({"--weight", "1", "--weight", "2", "--", "x"}), "--weight is given twice");
+  EXPECT_EQ(error_of({"--priority", "--", "x"}), "--priority needs a value (PRIORITY)");
   const std::string missing_value = error_of({"--mem"});
   EXPECT_NE(missing_value.find("--mem"), std::string::npos) << missing_value;
   EXPECT_EQ(missing_value.find('\n'), std::string::npos) << missing_value;
@@ -102,6 +180,16 @@ TEST(HelpText, ShowsEveryFlagAndVariableOfTheTable) {
       EXPECT_NE(page.find(spec.hami_alias), std::string::npos) << spec.hami_alias;
     }
   }
+}
+
+TEST(HelpText, ShowsTheServerAndStatus) {
+  const std::string page = help_text();
+  for (const char* text :
+       {"gpulimit status [--json]", "--no-server", "Time-slicing", "GPULIMIT_SERVER=PATH",
+        "GPULIMIT_SOCKET=PATH", "CUDA_DEVICE_SM_LIMIT", "0 means no cap", "XDG_RUNTIME_DIR",
+        "/run/gpulimit/gpulimitd.sock", "gpulimitd.log", "--sm PERCENT", "--weight WEIGHT",
+        "--priority PRIORITY", "PRIORITY is high, normal or low", "from 1 to 1000"})
+    EXPECT_NE(page.find(text), std::string::npos) << text;
 }
 
 TEST(HelpText, FitsAnEightyColumnTerminal) {

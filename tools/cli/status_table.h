@@ -1,0 +1,34 @@
+// `gpulimit status` for people: gpulimitd's status JSON as tables.
+//
+// The JSON (the body of a StatusReply):
+//   {"server": {"pid": N, "mode": "user"|"system", "socket": "...",
+//               "quantum_us": N, "uptime_s": X, "protocol": 1},
+//    "devices": [{"board_index": N, "uuid": "GPU-...",
+//                 "holder": "<tenant id>"|null, "waiting": N}],
+//    "tenants": [{"tenant": "id", "number": N, "uid": N, "user": "name",
+//                 "pids": [N...], "sm_percent": N|null, "weight": N,
+//                 "priority": "low"|"normal"|"high",
+//                 "devices": [{"uuid": "GPU-...", "memory_used": N|null,
+//                              "memory_cap": N|null, "share_target": X,
+//                              "share_achieved": X, "held_ns": N}]}]}
+// Shares are fractions of the device's time, 0 to 1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gpulimit::cli {
+
+// The server's line, then a table of devices (who holds each, how many
+// wait), then one of tenants with a row per device they use: memory used
+// and capped in binary units, target and achieved share of GPU time in
+// percent. False with `error` set to one line when `json` is not of the
+// schema above.
+bool render_status_table(std::string_view json, std::string& out, std::string& error);
+
+// 1536 MiB is "1.5 GiB": the largest binary unit that leaves at least 1,
+// to one decimal, without a trailing ".0"; below 1 KiB, "N B".
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace gpulimit::cli
