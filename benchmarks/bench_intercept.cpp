@@ -3,14 +3,24 @@
 // libgpulimit.so's hook (loaded with dlopen, so both sit side by side), on the
 // simulated driver. The added cost is the difference of the two rows. The
 // process runs under a memory cap and no compute limit.
+//
+// The gated rows use a second copy of the library, loaded beside the first
+// (a copy of the file: dlopen would hand back the first for the same path),
+// attached to a stand-in gpulimitd in this process whose board says that the
+// tenant holds the token: the launch gate's fast path.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
+
+#include "holding_server.h"
 
 namespace {
 
@@ -59,12 +69,49 @@ Session& session() {
   return s;
 }
 
-template <bool kHooked>
+// The second copy of the library, attached and holding the token.
+struct GatedSession {
+  GatedSession() {
+    Session& first = session();  // reads the environment without a server first
+    const std::string copy = first.state_dir + "/libgpulimit-gated.so";
+    std::filesystem::copy_file(GPULIMIT_LIBRARY, copy);
+    server = std::make_unique<HoldingServer>(first.state_dir + "/gpulimitd.sock");
+    setenv("GPULIMIT_SOCKET", (first.state_dir + "/gpulimitd.sock").c_str(), 1);
+    setenv("GPULIMIT_TENANT", "bench-gated", 1);
+    gpulimit = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto init = gpulimit ? reinterpret_cast<PFN_cuInit_v2000>(dlsym(gpulimit, "cuInit")) : nullptr;
+    // cuInit returns once attached: the Welcome has been sent by then.
+    if (!init || init(0) || !server->welcomed) {
+      std::fprintf(stderr, "cannot attach the gated copy: %s\n", gpulimit ? "cuInit" : dlerror());
+      std::abort();
+    }
+  }
+  std::unique_ptr<HoldingServer> server;
+  void* gpulimit = nullptr;
+};
+
+GatedSession& gated_session() {
+  // Never destroyed: the copy's threads use the board until the process ends.
+  static GatedSession* s = new GatedSession();
+  return *s;
+}
+
+enum class Path { kDriver, kHooked, kGatedHolding };
+
+template <Path kPath>
+PFN_cuLaunchKernel_v4000 launch_function() {
+  if (kPath == Path::kHooked) return session().hook<PFN_cuLaunchKernel_v4000>("cuLaunchKernel");
+  if (kPath == Path::kGatedHolding)
+    return reinterpret_cast<PFN_cuLaunchKernel_v4000>(
+        dlsym(gated_session().gpulimit, "cuLaunchKernel"));
+  return &cuLaunchKernel;
+}
+
+template <Path kPath>
 void BM_LaunchKernel(benchmark::State& state) {
   Session& s = session();
   cuCtxSetCurrent(s.ctx);
-  PFN_cuLaunchKernel_v4000 launch =
-      kHooked ? s.hook<PFN_cuLaunchKernel_v4000>("cuLaunchKernel") : &cuLaunchKernel;
+  const PFN_cuLaunchKernel_v4000 launch = launch_function<kPath>();
   unsigned long long* target = nullptr;
   void* params[] = {&target};
   size_t launched = 0;
@@ -78,8 +125,27 @@ void BM_LaunchKernel(benchmark::State& state) {
   }
   cuStreamSynchronize(s.stream);
 }
-BENCHMARK(BM_LaunchKernel<false>)->Name("LaunchKernel/driver");
-BENCHMARK(BM_LaunchKernel<true>)->Name("LaunchKernel/hooked");
+BENCHMARK(BM_LaunchKernel<Path::kDriver>)->Name("LaunchKernel/driver");
+BENCHMARK(BM_LaunchKernel<Path::kHooked>)->Name("LaunchKernel/hooked");
+BENCHMARK(BM_LaunchKernel<Path::kGatedHolding>)->Name("LaunchKernel/hooked_gated_holding");
+
+// The same call with an empty grid, which the simulator refuses at once:
+// nothing is queued and its executor never wakes, so the rows differ by the
+// hook alone, with far less noise than launches that queue work.
+template <Path kPath>
+void BM_LaunchKernelRefused(benchmark::State& state) {
+  Session& s = session();
+  cuCtxSetCurrent(s.ctx);
+  const PFN_cuLaunchKernel_v4000 launch = launch_function<kPath>();
+  unsigned long long* target = nullptr;
+  void* params[] = {&target};
+  for (auto _ : state)
+    benchmark::DoNotOptimize(launch(s.function, 0, 1, 1, 32, 1, 1, 0, s.stream, params, nullptr));
+}
+BENCHMARK(BM_LaunchKernelRefused<Path::kDriver>)->Name("LaunchKernelRefused/driver");
+BENCHMARK(BM_LaunchKernelRefused<Path::kHooked>)->Name("LaunchKernelRefused/hooked");
+BENCHMARK(BM_LaunchKernelRefused<Path::kGatedHolding>)
+    ->Name("LaunchKernelRefused/hooked_gated_holding");
 
 template <bool kHooked>
 void BM_MemAllocFreePair(benchmark::State& state) {

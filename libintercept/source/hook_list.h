@@ -75,7 +75,7 @@
   X(cuMemGetInfo, 3020, cuMemGetInfo_v2, )                                             \
   X(cuDeviceTotalMem, 2000, cuDeviceTotalMem, )                                        \
   X(cuDeviceTotalMem, 3020, cuDeviceTotalMem_v2, )                                     \
-  /* Launches (the time-slicing gate goes here; pass-through until then) */           \
+  /* Launches, through the time-slicing gate (launch_gate.h) */                      \
   X(cuLaunchKernel, 4000, cuLaunchKernel, )                                            \
   X(cuLaunchKernel, 7000, cuLaunchKernel_ptsz, _ptsz)                                  \
   X(cuLaunchKernelEx, 11060, cuLaunchKernelEx, )                                       \

@@ -1,6 +1,9 @@
 // cuInit: the first call of every CUDA program, and where a process joins its
 // tenant. A limit that cannot be read refuses CUDA: the job never runs
-// unlimited by mistake.
+// unlimited by mistake. Then, with a server configured, the process attaches
+// to it for time-slicing (a server that cannot be reached or refuses leaves
+// launches ungated, never CUDA refused).
+#include "launch_gate.h"
 #include "real_driver.h"
 #include "tenant.h"
 
@@ -12,5 +15,8 @@ GPULIMIT_EXPORT CUresult cuInit(unsigned int flags) {
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult result = real(flags);
   if (result != CUDA_SUCCESS) return result;
-  return Tenant::attach(Tenant::Phase::kAfterInit);
+  if (CUresult refused = Tenant::attach(Tenant::Phase::kAfterInit); refused != CUDA_SUCCESS)
+    return refused;
+  gpulimit::gate::attach_after_init();
+  return CUDA_SUCCESS;
 }

@@ -120,7 +120,7 @@ CUresult Tenant::attach(Phase phase) {
     std::string error;
     if (!options::limits_from_environment(environ, limits, error)) {
       refuse(error);
-    } else if (!limits.memory.empty() && limits.tenant.empty()) {
+    } else if ((!limits.memory.empty() || !limits.socket.empty()) && limits.tenant.empty()) {
       limits.tenant = new_tenant_id();
       setenv("GPULIMIT_TENANT", limits.tenant.c_str(), 1);
     }
@@ -171,6 +171,11 @@ CUresult Tenant::attach(Phase phase) {
   static Tenant tenant;
   limited_.store(&tenant, std::memory_order_release);
   return CUDA_SUCCESS;
+}
+
+options::Limits Tenant::read_limits() {
+  std::lock_guard<std::mutex> guard(attach_mu);
+  return refusal == CUDA_SUCCESS ? limits : options::Limits{};
 }
 
 namespace {

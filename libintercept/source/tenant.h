@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "gpulimit/options/limits.h"
+
 namespace gpulimit {
 
 // A device's (total, free) as seen by a tenant with `cap` that uses `used`:
@@ -38,6 +40,10 @@ class Tenant {
   // to the ledger). Returns the error cuInit must give, or CUDA_SUCCESS.
   enum class Phase { kBeforeInit, kAfterInit };
   static CUresult attach(Phase phase);
+
+  // The limits read at the first attach (defaults before it, or when they
+  // could not be read): the launch gate takes its server and shares here.
+  static options::Limits read_limits();
 
   // The ledger's index for CUDA device `ordinal`, or -1 when it has no cap.
   int ledger_device(CUdevice ordinal) const;

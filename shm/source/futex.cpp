@@ -29,6 +29,10 @@ void futex_wait(const std::atomic<uint32_t>& word, uint32_t expected,
   futex(word, FUTEX_WAIT, expected, &relative);  // EAGAIN, EINTR, ETIMEDOUT: the caller re-checks
 }
 
+void futex_wait(const std::atomic<uint32_t>& word, uint32_t expected) noexcept {
+  futex(word, FUTEX_WAIT, expected, nullptr);  // EAGAIN, EINTR: the caller re-checks
+}
+
 void futex_wake_all(const std::atomic<uint32_t>& word) noexcept {
   futex(word, FUTEX_WAKE, INT_MAX, nullptr);
 }

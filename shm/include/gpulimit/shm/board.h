@@ -61,7 +61,8 @@ struct alignas(64) BoardDevice {
   std::atomic<uint32_t> grant;
   // Tenants other than the holder that wait for the token. Nonzero tells
   // the holder's processes that an idle holder should give the token back
-  // early (protocol Idle).
+  // early (protocol Idle). The server futex-wakes `token` when this goes
+  // from 0 to nonzero, so that drain threads asleep on `token` notice.
   std::atomic<uint32_t> waiting;
 };
 

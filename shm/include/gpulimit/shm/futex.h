@@ -13,6 +13,10 @@ namespace gpulimit::shm {
 void futex_wait(const std::atomic<uint32_t>& word, uint32_t expected,
                 std::chrono::nanoseconds timeout) noexcept;
 
+// Sleeps while `word` holds `expected`, with no time limit. Returns on a
+// wake, a signal or spuriously: callers look at the word again.
+void futex_wait(const std::atomic<uint32_t>& word, uint32_t expected) noexcept;
+
 // Wakes every thread, of any process, waiting on `word`.
 void futex_wake_all(const std::atomic<uint32_t>& word) noexcept;
 
