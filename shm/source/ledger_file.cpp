@@ -30,6 +30,8 @@ std::string describe_errno(const std::string& path, const char* what) {
   return path + ": " + what + ": " + std::strerror(errno);
 }
 
+}  // namespace
+
 // The file `fd` is open on is still the one `path` names.
 bool still_named(int fd, const std::string& path) {
   struct stat opened {};
@@ -66,6 +68,8 @@ LedgerLayout* map_file(int fd) {
   void* mapping = mmap(nullptr, sizeof(LedgerLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return mapping == MAP_FAILED ? nullptr : static_cast<LedgerLayout*>(mapping);
 }
+
+namespace {
 
 // A fresh, zeroed file of this layout. Called with the creation lock held and
 // no process attached, so nobody looks at the file meanwhile.

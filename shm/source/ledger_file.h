@@ -32,6 +32,15 @@ class LockedLedgerFile {
   int fd_ = -1;
 };
 
+// The file `fd` is open on is still the one `path` names.
+bool still_named(int fd, const std::string& path);
+// Why a file of `file_size` bytes open as `fd` cannot be used as a ledger of
+// this layout; empty when it can.
+std::string layout_problem(int fd, off_t file_size);
+// Why a mapped layout's counts cannot be trusted; empty when they can.
+std::string counts_problem(const LedgerLayout& layout);
+// Maps the ledger in `fd` read-write; nullptr on failure (errno set).
+LedgerLayout* map_file(int fd);
 void unmap_layout(LedgerLayout* layout) noexcept;
 
 // No process attached to the file at `path`, nor opening it. When `remove`,

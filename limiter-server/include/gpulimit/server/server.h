@@ -1,0 +1,146 @@
+// gpulimitd's event loop: one thread, one epoll. It watches
+//   - the listening socket (new connections),
+//   - one connection per tenant process (Hello, Want, Idle, Ack) and per
+//     status client (StatusRequest),
+//   - a pidfd per tenant process, so an exit is seen at once even when a
+//     child inherited the connection; a closed connection counts as an exit,
+//   - a timerfd armed for the next deadline (quantum ends, ack timeouts, cap
+//     budgets, ledger reap retries, Hello timeouts, idle exit),
+//   - a signalfd (SIGTERM, SIGINT) and an eventfd for stop().
+// The policy is TokenScheduler's; this file turns messages into its events
+// and its decisions into board writes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpulimit/protocol/channel.h"
+#include "gpulimit/protocol/messages.h"
+#include "gpulimit/server/event_loop.h"
+#include "gpulimit/server/handoff_tracker.h"
+#include "gpulimit/server/ledger_reaper.h"
+#include "gpulimit/server/listening_socket.h"
+#include "gpulimit/server/result.h"
+#include "gpulimit/server/server_config.h"
+#include "gpulimit/server/status_report.h"
+#include "gpulimit/server/tenant_registry.h"
+#include "gpulimit/server/token_board.h"
+#include "gpulimit/server/token_scheduler.h"
+
+namespace gpulimit::server {
+
+// A connection that has not said Hello (or asked for status) by then is closed.
+inline constexpr TimeNs kHelloTimeoutNs = 5'000 * kNsPerMs;
+// Messages read from one connection before others get a turn.
+inline constexpr int kMessagesPerTurn = 16;
+
+class Server {
+ public:
+  // Listens on the socket and builds the board. Fails with one line (another
+  // server on the socket, an unsafe directory, no memfd, ...).
+  static Result<std::unique_ptr<Server>> start(const ServerConfig& config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves until stopped: a signal, stop(), or the idle exit of user mode.
+  // Every token is 0 afterwards. Fails only when the loop itself fails.
+  Result<void> run();
+  // Makes run() return soon. Safe from any thread and from a signal handler.
+  void stop() noexcept;
+
+  const std::string& socket_path() const { return listener_->path(); }
+
+ private:
+  struct Connection {
+    int fd = -1;
+    EventLoop::WatchId watch = 0;
+    protocol::PeerCredentials peer;
+    enum class Role { kNew, kTenantProcess, kStatusClient } role = Role::kNew;
+    int pidfd = -1;
+    EventLoop::WatchId pidfd_watch = 0;
+    bool warned_stale = false;  // a stale Ack or Idle was logged once
+  };
+  // A tenant process whose connection closed, until the kernel says it has
+  // exited: then its tenant's ledger is reaped.
+  struct Departed {
+    int pidfd = -1;
+    EventLoop::WatchId watch = 0;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<std::string> ledger_paths;
+  };
+
+  Server(const ServerConfig& config, std::unique_ptr<EventLoop> loop,
+         std::unique_ptr<ListeningSocket> listener, std::unique_ptr<TokenBoard> board,
+         std::unique_ptr<DeadlineTimer> timer);
+  Result<void> watch_everything();
+
+  // Connections.
+  void accept_connections();
+  void connection_ready(ConnectionId id, uint32_t events);
+  // Handles one message; false when the connection was closed.
+  bool handle_message(ConnectionId id, Connection& connection, const unsigned char* data,
+                      std::size_t size);
+  bool handle_first_message(ConnectionId id, Connection& connection, const unsigned char* data,
+                            std::size_t size);
+  bool handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello);
+  bool handle_tenant_message(ConnectionId id, Connection& connection, protocol::Type type,
+                             const unsigned char* data);
+  void refuse(ConnectionId id, Connection& connection, const std::string& reason);
+  void reply_status(ConnectionId id, Connection& connection);
+  // Logs `why` once, with who the peer is, and closes.
+  void drop_connection(ConnectionId id, const std::string& why);
+  void close_connection(ConnectionId id);
+  void leave_tenant(ConnectionId id, Connection& connection);
+  void process_exited(pid_t pid);
+  // "pid P (uid U, tenant T)", for log lines about a connection.
+  std::string describe_peer(ConnectionId id) const;
+
+  // Scheduling.
+  void apply_token_changes(TimeNs now);
+  std::string tenant_name(TenantNumber tenant) const;
+  void after_events();
+  std::optional<TimeNs> next_deadline(TimeNs now) const;
+  StatusSnapshot status_snapshot(TimeNs now) const;
+
+  void shut_down();
+
+  ServerConfig config_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<ListeningSocket> listener_;
+  std::unique_ptr<TokenBoard> board_;
+  std::unique_ptr<DeadlineTimer> timer_;
+  TokenScheduler scheduler_;
+  TenantRegistry registry_;
+  HandoffTracker handoffs_;
+  LedgerReaper reaper_;
+
+  int stop_fd_ = -1;
+  int signal_fd_ = -1;
+  EventLoop::WatchId listener_watch_ = 0;
+  bool accepting_paused_ = false;
+  TimeNs accepting_resumes_at_ = kNever;
+  bool stopping_ = false;
+  std::string stop_reason_;
+
+  ConnectionId next_connection_ = 1;
+  std::unordered_map<ConnectionId, Connection> connections_;
+  std::unordered_map<pid_t, Departed> departed_;
+  // Ids of tenants that left since the last token changes were applied, for
+  // the log lines about the tokens they gave up.
+  std::unordered_map<TenantNumber, std::string> left_tenants_;
+  std::deque<std::pair<TimeNs, ConnectionId>> hello_deadlines_;
+  std::vector<unsigned char> buffer_;
+  TimeNs started_at_ = 0;
+  std::optional<TimeNs> idle_since_;
+};
+
+}  // namespace gpulimit::server

@@ -1,0 +1,144 @@
+#include "forked_process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace server_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t written = write(fd, text.data(), text.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return;
+    text.remove_prefix(static_cast<size_t>(written));
+  }
+}
+
+// Appends what `fd` has to `buffer`; false at end of input or after `deadline`.
+bool read_more(int fd, std::string& buffer, Clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left < 0) return false;
+  pollfd ready{fd, POLLIN, 0};
+  const int polled = poll(&ready, 1, static_cast<int>(left));
+  if (polled < 0 && errno == EINTR) return true;
+  if (polled <= 0) return false;
+  char chunk[4096];
+  const ssize_t got = read(fd, chunk, sizeof chunk);
+  if (got < 0 && errno == EINTR) return true;
+  if (got <= 0) return false;
+  buffer.append(chunk, static_cast<size_t>(got));
+  return true;
+}
+
+// The next line of `buffer` starting with `prefix`, reading more as needed.
+std::string next_line(int fd, std::string& buffer, std::string_view prefix,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    size_t newline;
+    while ((newline = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, newline);
+      buffer.erase(0, newline + 1);
+      if (line.starts_with(prefix)) return line;
+    }
+    if (!read_more(fd, buffer, deadline)) return {};
+  }
+}
+
+// In the child: closes every descriptor but stdio and `keep_a`, `keep_b`, so
+// that the child holds no copy of the test's connections (the server must
+// see them close when the test closes them).
+void close_inherited(int keep_a, int keep_b) {
+  std::vector<int> open;
+  if (DIR* fds = opendir("/proc/self/fd")) {
+    while (const dirent* entry = readdir(fds))
+      if (entry->d_name[0] != '.') open.push_back(std::atoi(entry->d_name));
+    closedir(fds);
+  }
+  for (const int fd : open)
+    if (fd > STDERR_FILENO && fd != keep_a && fd != keep_b) close(fd);
+}
+
+}  // namespace
+
+void ParentLine::say(std::string_view line) {
+  write_all(out_, std::string(line) + "\n");
+}
+
+std::string ParentLine::hear(std::chrono::milliseconds timeout) {
+  return next_line(in_, buffered_, "", timeout);
+}
+
+ForkedProcess::ForkedProcess(const std::function<int(ParentLine&)>& body) {
+  int input[2];
+  int output[2];
+  if (pipe2(input, O_CLOEXEC) < 0 || pipe2(output, O_CLOEXEC) < 0) return;
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    close_inherited(input[0], output[1]);
+    ParentLine line(input[0], output[1]);
+    _exit(body(line));
+  }
+  close(input[0]);
+  close(output[1]);
+  to_child_ = input[1];
+  from_child_ = output[0];
+  signal(SIGPIPE, SIG_IGN);
+}
+
+ForkedProcess::~ForkedProcess() {
+  kill_now();
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ >= 0) close(from_child_);
+}
+
+void ForkedProcess::say(std::string_view line) {
+  write_all(to_child_, std::string(line) + "\n");
+}
+
+std::string ForkedProcess::expect(std::string_view prefix, std::chrono::milliseconds timeout) {
+  return next_line(from_child_, buffered_, prefix, timeout);
+}
+
+void ForkedProcess::kill_now() {
+  if (pid_ <= 0 || reaped_) return;
+  kill(pid_, SIGKILL);
+  int status;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+}
+
+int ForkedProcess::wait_for_exit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0 || reaped_) return -1;
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    int status;
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return -1;
+}
+
+}  // namespace server_test

@@ -1,0 +1,58 @@
+// A gpulimitd started by a test, in the foreground, on a socket in the
+// test's own directory, logging to a file there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace server_test {
+
+// Generous: bounds that only a wedged server could reach.
+inline constexpr std::chrono::milliseconds kStartTimeout{10'000};
+
+class ServerProcess {
+ public:
+  // `dir`: the test's directory; the socket is dir/gpulimitd.sock.
+  ServerProcess(const std::string& dir, const std::vector<std::string>& options = {});
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  // SIGKILL if still running.
+  ~ServerProcess();
+
+  const std::string& socket() const { return socket_; }
+  pid_t pid() const { return pid_; }
+  // Until the socket accepts connections; false if the server exited first.
+  bool wait_until_serving(std::chrono::milliseconds timeout = kStartTimeout);
+  // SIGTERM, then the exit status (128 + signal if killed), or -1 after the timeout.
+  int stop(std::chrono::milliseconds timeout = kStartTimeout);
+  // Its exit status once it exits by itself, or -1 after the timeout.
+  int wait_for_exit(std::chrono::milliseconds timeout);
+  std::string log() const;
+
+ private:
+  std::string socket_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// Starts `args` (a program and its arguments) with exactly `environment`
+// (NAME=VALUE each), stdout and stderr to `output_path`. Its pid.
+pid_t spawn_program(const std::vector<std::string>& args,
+                    const std::vector<std::string>& environment, const std::string& output_path);
+// The exit status of `pid` (128 + signal if killed), or -1 after the timeout
+// (it is then killed).
+int wait_for_program(pid_t pid, std::chrono::milliseconds timeout);
+
+// Runs gpulimitd with `args` to its end; its exit status and stderr.
+struct CommandOutcome {
+  int status = -1;
+  std::string stderr_text;
+};
+CommandOutcome run_gpulimitd(const std::vector<std::string>& args,
+                             std::chrono::milliseconds timeout = kStartTimeout);
+
+}  // namespace server_test
