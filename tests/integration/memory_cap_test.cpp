@@ -28,17 +28,6 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
-// `base` with `key` set to `value`, replacing an earlier setting.
-Environment with(Environment base, const std::string& key, const std::string& value) {
-  for (auto& [k, v] : base)
-    if (k == key) {
-      v = value;
-      return base;
-    }
-  base.emplace_back(key, value);
-  return base;
-}
-
 class MemoryCap : public testing::Test {
  protected:
   Environment tenant(const std::string& mem, const std::string& id = "cap-test") const {

@@ -27,17 +27,6 @@ constexpr uint64_t kNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
 const std::string kLibrary = GPULIMIT_LIBRARY_PATH;
 const std::string kGpulimit = GPULIMIT_CLI_PATH;
 
-// `base` with `key` set to `value`, replacing an earlier setting.
-Environment with(Environment base, const std::string& key, const std::string& value) {
-  for (auto& [k, v] : base)
-    if (k == key) {
-      v = value;
-      return base;
-    }
-  base.emplace_back(key, value);
-  return base;
-}
-
 // The report line of `out` that contains `marker`; fails the test if none.
 Report line_with(const std::string& out, const std::string& marker) {
   size_t start = 0;

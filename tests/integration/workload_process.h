@@ -17,6 +17,17 @@ namespace integration {
 // Variables to set in the child, on top of this process's environment.
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
+// `base` with `key` set to `value`, replacing an earlier setting.
+inline Environment with(Environment base, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : base)
+    if (k == key) {
+      v = value;
+      return base;
+    }
+  base.emplace_back(key, value);
+  return base;
+}
+
 // A report line as the workloads print it (tests/workloads/README.md).
 class Report {
  public:

@@ -37,16 +37,6 @@ constexpr int64_t kMillisecond = 1'000'000;
 constexpr int kQuantumMs = 20;
 constexpr double kTolerance = 0.02;  // ±2 percentage points
 
-Environment with(Environment base, const std::string& key, const std::string& value) {
-  for (auto& [k, v] : base)
-    if (k == key) {
-      v = value;
-      return base;
-    }
-  base.emplace_back(key, value);
-  return base;
-}
-
 // A spinner that wants the GPU all the time for `seconds`: 1 ms kernels, two
 // rounds queued on one stream.
 std::vector<std::string> spinning_for(double seconds, const std::string& launch = "kernel") {
