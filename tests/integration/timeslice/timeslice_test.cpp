@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -44,6 +45,13 @@ std::vector<std::string> spinning_for(double seconds, const std::string& launch 
       kSpinner, "--launch", launch, "--kernel-ns", "1000000", "--seconds", std::to_string(seconds)};
   if (launch.starts_with("graph")) args.insert(args.end(), {"--batch", "4"});
   return args;
+}
+
+// A tenant's share of the GPU time used in the report's window: what
+// weights divide. (Handoffs leave the GPU idle for a moment, and more so on
+// a loaded machine; that time is nobody's.)
+double gpu_share(const gpulimit::trace::Report& report, std::string_view tenant) {
+  return report.busy_fraction > 0 ? report.share_of_tenant(tenant) / report.busy_fraction : 0;
 }
 
 class TimeSlicing : public testing::Test {
@@ -154,10 +162,33 @@ class TimeSlicing : public testing::Test {
     return report;
   }
 
-  static void expect_no_overlap(const gpulimit::trace::Report& report) {
+  // Time-slicing, as the trace shows it: tenants take the GPU in turns of
+  // about a quantum, never kernel by kernel (which is what the simulator's
+  // one shared timeline does with nothing in between), and no two tenants'
+  // kernels run at once (the simulator serialises kernels anyway; on a real
+  // GPU's trace this is the check that matters).
+  void expect_time_sliced(const gpulimit::trace::Trace& t, const gpulimit::trace::Report& report,
+                          const gpulimit::trace::TenantMap& map) const {
     EXPECT_EQ(report.overlaps.count, 0u)
         << "kernels of different tenants ran at once, first at "
         << (report.overlaps.examples.empty() ? 0 : report.overlaps.examples[0].later.start_ns);
+    auto tenant_of = [&](pid_t pid) -> const std::string* {
+      for (const auto& [name, pids] : map)
+        if (pids.contains(pid)) return &name;
+      return nullptr;
+    };
+    size_t turns = 0;
+    const std::string* previous = nullptr;
+    for (const auto& kernel : t.kernels) {
+      if (kernel.start_ns < report.window.from_ns || kernel.end_ns > report.window.to_ns) continue;
+      const std::string* tenant = tenant_of(kernel.pid);
+      if (tenant != previous) ++turns;
+      previous = tenant;
+    }
+    const double quanta = static_cast<double>(report.window.length_ns()) / (kQuantumMs * 1e6);
+    std::printf("[ measured ] %zu turns in %.0f quanta\n", turns, quanta);
+    EXPECT_LE(static_cast<double>(turns), 1.5 * quanta + 4)
+        << "tenants changed more often than once a quantum";
   }
 
   SimulatedMachine machine_{"8G"};
@@ -176,11 +207,12 @@ TEST_F(TimeSlicing, EqualWeightsShareEqually) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
-  EXPECT_NEAR(report.share_of_tenant("a"), 0.5, kTolerance);
-  EXPECT_NEAR(report.share_of_tenant("b"), 0.5, kTolerance);
-  expect_no_overlap(report);
+  EXPECT_NEAR(gpu_share(report, "a"), 0.5, kTolerance);
+  EXPECT_NEAR(gpu_share(report, "b"), 0.5, kTolerance);
+  expect_time_sliced(t, report, map);
   EXPECT_GE(report.busy_fraction, 0.95) << "the GPU idled with work waiting";
 }
 
@@ -190,11 +222,12 @@ TEST_F(TimeSlicing, WeightsThreeToOne) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
-  EXPECT_NEAR(report.share_of_tenant("heavy"), 0.75, kTolerance);
-  EXPECT_NEAR(report.share_of_tenant("light"), 0.25, kTolerance);
-  expect_no_overlap(report);
+  EXPECT_NEAR(gpu_share(report, "heavy"), 0.75, kTolerance);
+  EXPECT_NEAR(gpu_share(report, "light"), 0.25, kTolerance);
+  expect_time_sliced(t, report, map);
   EXPECT_GE(report.busy_fraction, 0.95);
 }
 
@@ -206,11 +239,12 @@ TEST_F(TimeSlicing, FourTenantsByTheirWeights) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   for (const auto& [name, weight] : weights)
-    EXPECT_NEAR(report.share_of_tenant(name), weight / 8.0, kTolerance) << name;
-  expect_no_overlap(report);
+    EXPECT_NEAR(gpu_share(report, name), weight / 8.0, kTolerance) << name;
+  expect_time_sliced(t, report, map);
   EXPECT_GE(report.busy_fraction, 0.95);
 }
 
@@ -220,11 +254,12 @@ TEST_F(TimeSlicing, EightTenantsEqually) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   for (int i = 0; i < 8; ++i)
-    EXPECT_NEAR(report.share_of_tenant("t" + std::to_string(i)), 1.0 / 8, kTolerance) << i;
-  expect_no_overlap(report);
+    EXPECT_NEAR(gpu_share(report, "t" + std::to_string(i)), 1.0 / 8, kTolerance) << i;
+  expect_time_sliced(t, report, map);
   EXPECT_GE(report.busy_fraction, 0.95);
 }
 
@@ -233,7 +268,8 @@ TEST_F(TimeSlicing, ALoneTenantWithAHardCapGetsItsCapOfAnIdleGpu) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(report.share_of_tenant("capped"), 0.30, kTolerance);
 }
@@ -248,14 +284,14 @@ TEST_F(TimeSlicing, CapsHoldAndTheRestGoesToTheOthers) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(report.share_of_tenant("cap30"), 0.30, kTolerance);
   EXPECT_LE(report.share_of_tenant("cap50"), 0.50 + kTolerance);
-  EXPECT_NEAR(report.share_of_tenant("cap50"), 0.35, kTolerance);
-  EXPECT_NEAR(report.share_of_tenant("free"), 0.35, kTolerance);
+  EXPECT_NEAR(gpu_share(report, "cap50"), gpu_share(report, "free"), kTolerance);
   EXPECT_GE(report.busy_fraction, 0.95) << "capped tenants left the GPU idle";
-  expect_no_overlap(report);
+  expect_time_sliced(t, report, map);
 }
 
 // Capped tenants that would take more by their weights: both caps bind, and
@@ -267,13 +303,14 @@ TEST_F(TimeSlicing, CapsHoldAndTheRestGoesToTheUncapped) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(report.share_of_tenant("cap30"), 0.30, kTolerance);
   EXPECT_NEAR(report.share_of_tenant("cap50"), 0.50, kTolerance);
   EXPECT_NEAR(report.share_of_tenant("free"), 0.20, kTolerance);
   EXPECT_GE(report.busy_fraction, 0.95);
-  expect_no_overlap(report);
+  expect_time_sliced(t, report, map);
 }
 
 TEST_F(TimeSlicing, TheProcessesOfOneTenantShareOneToken) {
@@ -290,9 +327,9 @@ TEST_F(TimeSlicing, TheProcessesOfOneTenantShareOneToken) {
   ASSERT_EQ(map.at("pair").size(), 3u) << "the shell and its two spinners";
   const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 3500 * kMillisecond);
-  EXPECT_NEAR(report.share_of_tenant("single"), 0.5, kTolerance);
-  EXPECT_NEAR(report.share_of_tenant("pair"), 0.5, kTolerance);
-  expect_no_overlap(report);
+  EXPECT_NEAR(gpu_share(report, "single"), 0.5, kTolerance);
+  EXPECT_NEAR(gpu_share(report, "pair"), 0.5, kTolerance);
+  expect_time_sliced(t, report, map);
 }
 
 TEST_F(TimeSlicing, GraphLaunchesAreThrottledLikeKernels) {
@@ -301,11 +338,12 @@ TEST_F(TimeSlicing, GraphLaunchesAreThrottledLikeKernels) {
   finish_tenants();
 
   const auto t = trace();
-  const auto report = steady_state(t, tenant_map(t));
+  const auto map = tenant_map(t);
+  const auto report = steady_state(t, map);
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
-  EXPECT_NEAR(report.share_of_tenant("heavy"), 0.75, kTolerance);
-  EXPECT_NEAR(report.share_of_tenant("light"), 0.25, kTolerance);
-  expect_no_overlap(report);
+  EXPECT_NEAR(gpu_share(report, "heavy"), 0.75, kTolerance);
+  EXPECT_NEAR(gpu_share(report, "light"), 0.25, kTolerance);
+  expect_time_sliced(t, report, map);
 }
 
 TEST_F(TimeSlicing, AHighPriorityArrivalStartsWithinOneQuantumAndTheLongestKernel) {
