@@ -33,11 +33,12 @@ DESCRIPTION
     device's memory than its cap. An allocation past the cap fails as the
     device being full would fail it (CUDA_ERROR_OUT_OF_MEMORY), and the
     driver and NVML report the cap as the device's total memory
-    (cuMemGetInfo, cuDeviceTotalMem, nvmlDeviceGetMemoryInfo). Counted
-    today: linear, pitched and managed memory, stream-ordered allocations,
-    VMM physical allocations (cuMemCreate) and arrays. Not yet: graph
-    memory, context and module overhead, and memory a pool keeps after its
-    allocations are freed. Memory caps need no server.
+    (cuMemGetInfo, cuDeviceTotalMem, nvmlDeviceGetMemoryInfo). Counted:
+    linear, pitched and managed memory, stream-ordered allocations, VMM
+    physical allocations (cuMemCreate), arrays, graph memory (when a graph
+    is instantiated) and contexts. Not counted: module memory, heaps grown
+    by cuCtxSetLimit, and memory a pool keeps after its allocations are
+    freed (docs/memory-accounting.md). Memory caps need no server.
 
     Time-slicing. gpulimitd, a token server, lets one tenant at a time
     launch work on a device, for a quantum of some tens of milliseconds; a
