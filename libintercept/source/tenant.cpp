@@ -83,6 +83,10 @@ bool limits_read = false;  // under attach_mu
 CUresult refusal = CUDA_SUCCESS;
 options::Limits limits;
 Attachment* attachment = nullptr;
+// In a child forked after attaching: the parent's attachment, which a fork
+// handler may not free (it is not async-signal-safe), kept reachable so that
+// leak checkers do not report it.
+Attachment* parent_attachment = nullptr;
 
 void refuse(const std::string& why) {
   std::fprintf(stderr, "gpulimit: %s; CUDA is refused rather than run without the limit\n",
@@ -184,6 +188,7 @@ void child_after_fork() {
   // The child is a new process of the same tenant: it lets go of the
   // parent's slot (without touching it) and attaches afresh at its cuInit.
   if (attachment) attachment->ledger->after_fork_in_child();
+  parent_attachment = attachment;
   attachment = nullptr;
   Tenant::detach_after_fork();
 }

@@ -77,12 +77,6 @@ class TenantProcesses : public testing::Test {
     if (!mem.empty()) env = with(env, "GPULIMIT_MEM", mem);
     return env;
   }
-  // The same for a process that forks after its cuInit, in a sanitized
-  // build: the child keeps the parent's attachment without freeing it (a fork
-  // handler may not), which LeakSanitizer would report when the child exits.
-  Environment tenant_that_forks(const std::string& mem) const {
-    return with(tenant(mem), "ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0");
-  }
   // What the gpulimit command needs to start a job on this machine.
   Environment command_environment() const {
     Environment env = machine_.environment();
@@ -114,7 +108,7 @@ class ForkedIdleChild : public TenantProcesses, public testing::WithParamInterfa
 TEST_P(ForkedIdleChild, ChangesNothingByLivingOrEnding) {
   std::vector<std::string> args = {"idle-child", "--hold", "512M"};
   if (GetParam()) args.push_back("--quick-exit");
-  const WorkloadRun sut = run(kForkingTenant, args, tenant_that_forks("1G"));
+  const WorkloadRun sut = run(kForkingTenant, args, tenant("1G"));
   ASSERT_EQ(sut.exit_status, 0) << sut.describe();
   EXPECT_EQ(sut.report.number("child_status"), 0u);
   EXPECT_EQ(sut.report.number("held"), 512 * kMiB);
@@ -149,7 +143,7 @@ TEST_F(TenantProcesses, AForkedChildOutlivingItsKilledParentKeepsNothingOfItsSha
 
 TEST_F(TenantProcesses, AChildForkedAfterCuInitGetsTheDriversRefusalAndTakesNothing) {
   const WorkloadRun sut =
-      run(kForkingTenant, {"cuda-child", "--hold", "256M"}, tenant_that_forks("1G"));
+      run(kForkingTenant, {"cuda-child", "--hold", "256M"}, tenant("1G"));
   ASSERT_EQ(sut.exit_status, 0) << sut.describe();
   // The driver cannot be used in a child forked after cuInit; the library
   // passes its answer on rather than attaching the child.
