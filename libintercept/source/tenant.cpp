@@ -85,8 +85,9 @@ options::Limits limits;
 Attachment* attachment = nullptr;
 // In a child forked after attaching: the parent's attachment, which a fork
 // handler may not free (it is not async-signal-safe), kept reachable so that
-// leak checkers do not report it.
-Attachment* parent_attachment = nullptr;
+// leak checkers do not report it (volatile: written, never read, and so
+// otherwise optimised away).
+Attachment* volatile parent_attachment = nullptr;
 
 void refuse(const std::string& why) {
   std::fprintf(stderr, "gpulimit: %s; CUDA is refused rather than run without the limit\n",

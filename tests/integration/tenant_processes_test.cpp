@@ -310,9 +310,9 @@ TEST_F(TenantProcesses, ProcessesKilledWhileAllocatingInALoopLeaveWhatTheLiveOne
   for (int round = 0; round < 4; ++round) {
     WorkloadProcess first(kAllocator, churn, tenant("1G"));
     WorkloadProcess second(kAllocator, churn, tenant("1G"));
-    ASSERT_TRUE(first.wait_for_output("event=looping", 30s));
+    ASSERT_TRUE(first.wait_for_output("event=looping", 30s)) << first.wait(10s).describe();
     first.kill_now();
-    ASSERT_TRUE(second.wait_for_output("event=looping", 30s));
+    ASSERT_TRUE(second.wait_for_output("event=looping", 30s)) << second.wait(10s).describe();
     second.kill_now();
     EXPECT_EQ(first.wait(10s).exit_status, 128 + SIGKILL);
     EXPECT_EQ(second.wait(10s).exit_status, 128 + SIGKILL);
