@@ -2,9 +2,12 @@
 // driver's own tables, the local-memory reserve for the threads the device
 // can run, the printf FIFO and the default device malloc heap): hundreds of
 // MiB on a large GPU. The driver does not say how much, and cuMemGetInfo
-// needs a context, so gpulimit measures it: the device's free memory as NVML
-// reports it before and after the first context this process creates on a
-// capped device, the difference clamped to [0, total]. From then on every
+// needs a context, so gpulimit measures it when this process creates its
+// first context on a capped device: what NVML says this process holds on the
+// device afterwards (it held nothing there before), or, where NVML does not
+// list the process under its pid (inside a pid namespace NVML's pids are the
+// host's), the drop in the device's free memory across the creation; either
+// clamped to [0, total]. From then on every
 // context of this process on that device is charged that footprint, reserved
 // against the cap before the driver creates it: each cuCtxCreate context
 // until cuCtxDestroy, and the primary context once while it is retained
@@ -12,14 +15,15 @@
 // however many retains come between). Over the cap, creation returns
 // CUDA_ERROR_OUT_OF_MEMORY and leaves no context behind.
 //
-// What this is not: exact when anything else allocates or frees on the
-// device while the first context is created (that change is taken for the
-// context's), or for later contexts (a process's first context usually
-// takes more than the next ones); and it charges nothing when NVML cannot
-// be loaded or cannot find the device. Modules and the heaps that
-// cuCtxSetLimit grows are not counted. docs/memory-accounting.md has the
-// whole list.
+// What this is not: exact when another thread of this process allocates on
+// the device while its first context is created (or, measured by the drop in
+// free memory, when anything else on the machine allocates or frees there
+// meanwhile: that change is taken for the context's), or for later contexts (a process's first
+// context usually takes more than the next ones); and it charges nothing when NVML cannot be loaded
+// or cannot find the device. Modules and the heaps that cuCtxSetLimit grows are not counted.
+// docs/memory-accounting.md has the whole list.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -37,6 +41,7 @@ namespace {
 struct Nvml {
   decltype(&::nvmlDeviceGetHandleByUUID) get_handle = nullptr;
   decltype(&::nvmlDeviceGetMemoryInfo) get_memory_info = nullptr;
+  decltype(&::nvmlDeviceGetComputeRunningProcesses_v3) get_processes = nullptr;  // may be absent
   bool ready = false;
 };
 
@@ -55,6 +60,8 @@ const Nvml& nvml() {
         real_dlsym(handle, "nvmlDeviceGetHandleByUUID"));
     nvml.get_memory_info = reinterpret_cast<decltype(nvml.get_memory_info)>(
         real_dlsym(handle, "nvmlDeviceGetMemoryInfo"));
+    nvml.get_processes = reinterpret_cast<decltype(nvml.get_processes)>(
+        real_dlsym(handle, "nvmlDeviceGetComputeRunningProcesses_v3"));
     nvml.ready = init && nvml.get_handle && nvml.get_memory_info && init() == NVML_SUCCESS;
   });
   return nvml;
@@ -83,6 +90,23 @@ nvmlDevice_t nvml_device(CUdevice dev) {
 
 bool device_memory(nvmlDevice_t device, nvmlMemory_t* memory) {
   return device && nvml().get_memory_info(device, memory) == NVML_SUCCESS;
+}
+
+// What NVML says this process holds on `device`; false when it does not
+// list this process (or cannot list processes).
+bool own_memory(nvmlDevice_t device, uint64_t* bytes) {
+  const auto list = nvml().get_processes;
+  if (!device || !list) return false;
+  nvmlProcessInfo_t infos[64];
+  unsigned int count = 64;
+  if (list(device, &count, infos) != NVML_SUCCESS) return false;
+  const auto self = static_cast<unsigned int>(getpid());
+  for (unsigned int i = 0; i < count && i < 64; ++i) {
+    if (infos[i].pid != self) continue;
+    *bytes = infos[i].usedGpuMemory;
+    return true;
+  }
+  return false;
 }
 
 constexpr int kMaxOrdinals = 64;
@@ -156,8 +180,14 @@ CUresult create_charged(Tenant* tenant, CUcontext* pctx, CUdevice dev, int devic
   const CUresult result = create();
   if (result != CUDA_SUCCESS) return result;
   footprint.measured = true;
-  if (known && device_memory(handle, &after) && before.free > after.free)
-    footprint.bytes = std::min(before.free - after.free, after.total);
+  uint64_t own = 0;
+  const bool listed = own_memory(handle, &own);
+  if (known && device_memory(handle, &after)) {
+    if (listed)
+      footprint.bytes = std::min<uint64_t>(own, after.total);
+    else if (before.free > after.free)
+      footprint.bytes = std::min(before.free - after.free, after.total);
+  }
   *charge = Charge{device, footprint.bytes};
   if (footprint.bytes && !tenant->reserve(device, footprint.bytes)) {
     undo();
