@@ -6,7 +6,6 @@
 #include <cstring>
 
 namespace gpulimit::cli {
-namespace {
 
 std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
   std::vector<char*> pointers;
@@ -16,8 +15,6 @@ std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
   pointers.push_back(nullptr);
   return pointers;
 }
-
-}  // namespace
 
 int run_command(const std::vector<std::string>& command,
                 const std::vector<std::string>& environment, std::string& error) {

@@ -19,4 +19,8 @@ inline constexpr int kExitNotFound = 127;
 int run_command(const std::vector<std::string>& command,
                 const std::vector<std::string>& environment, std::string& error);
 
+// `strings` as exec takes an argv or envp: pointers into them, then NULL.
+// Valid while `strings` lives unchanged.
+std::vector<char*> pointers_to(const std::vector<std::string>& strings);
+
 }  // namespace gpulimit::cli

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "gpulimit/options/option_table.h"
+#include "run_command.h"
 #include "server_choice.h"
 #include "server_program.h"
 
@@ -37,15 +38,6 @@ bool is_left_out(std::string_view name) {
   for (const options::OptionSpec& spec : options::kOptionTable)
     if (name == spec.variable) return true;
   return false;
-}
-
-std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  pointers.reserve(strings.size() + 1);
-  for (const std::string& text : strings)
-    pointers.push_back(const_cast<char*>(text.c_str()));
-  pointers.push_back(nullptr);
-  return pointers;
 }
 
 std::string describe_end(int wait_status) {
