@@ -24,14 +24,7 @@ constexpr uint64_t kContext = 256 * kMiB;
 class ContextCap : public testing::Test {
  protected:
   Environment tenant() const {
-    Environment env = machine_.environment();
-    env.emplace_back("LD_PRELOAD", GPULIMIT_LIBRARY_PATH);
-    // In a sanitized build the preloaded library precedes the runtime.
-    env.emplace_back("ASAN_OPTIONS", "verify_asan_link_order=0");
-    env.emplace_back("GPULIMIT_LEDGER_DIR", ledgers_.path());
-    env.emplace_back("GPULIMIT_TENANT", "context-cap");
-    env.emplace_back("GPULIMIT_MEM", "1G");
-    return env;
+    return machine_.tenant_environment(ledgers_.path(), "1G", "context-cap");
   }
 
   SimulatedMachine machine_{"4G", "256M"};

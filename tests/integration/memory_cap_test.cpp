@@ -22,7 +22,6 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
-const std::string kLibrary = GPULIMIT_LIBRARY_PATH;
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
@@ -31,14 +30,7 @@ std::string first_line(const std::string& text) {
 class MemoryCap : public testing::Test {
  protected:
   Environment tenant(const std::string& mem, const std::string& id = "cap-test") const {
-    Environment env = machine_.environment();
-    env = with(env, "LD_PRELOAD", kLibrary);
-    // In a sanitized build the preloaded library precedes the runtime.
-    env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
-    env = with(env, "GPULIMIT_LEDGER_DIR", ledgers_.path());
-    env = with(env, "GPULIMIT_TENANT", id);
-    if (!mem.empty()) env = with(env, "GPULIMIT_MEM", mem);
-    return env;
+    return machine_.tenant_environment(ledgers_.path(), mem, id);
   }
   WorkloadRun run(const std::vector<std::string>& args, const Environment& env) {
     WorkloadProcess process(kAllocator, args, env);

@@ -19,6 +19,18 @@ Environment SimulatedMachine::environment() const {
   };
 }
 
+Environment SimulatedMachine::tenant_environment(const std::string& ledger_dir,
+                                                 const std::string& mem,
+                                                 const std::string& id) const {
+  Environment env = with(environment(), "LD_PRELOAD", kLibrary);
+  // In a sanitized build the preloaded library precedes the runtime.
+  env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
+  env = with(env, "GPULIMIT_LEDGER_DIR", ledger_dir);
+  if (!id.empty()) env = with(env, "GPULIMIT_TENANT", id);
+  if (!mem.empty()) env = with(env, "GPULIMIT_MEM", mem);
+  return env;
+}
+
 std::vector<TracedKernel> SimulatedMachine::traced_kernels() const {
   std::vector<TracedKernel> kernels;
   std::ifstream trace(directory_.path() + "/trace");

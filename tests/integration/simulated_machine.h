@@ -17,6 +17,7 @@ inline const std::string kSpinner = WORKLOAD_SPINNER_PATH;
 // Test programs of this directory (see forking_tenant.cpp, device_views.cpp).
 inline const std::string kForkingTenant = FORKING_TENANT_PATH;
 inline const std::string kDeviceViews = DEVICE_VIEWS_PATH;
+inline const std::string kLibrary = GPULIMIT_LIBRARY_PATH;
 
 // One line of FAKECUDA_TRACE: "pid device stream start_ns end_ns name".
 struct TracedKernel {
@@ -37,6 +38,11 @@ class SimulatedMachine {
 
   // What a workload needs to run on this machine.
   Environment environment() const;
+  // What a process of a capped tenant needs on this machine: libgpulimit.so
+  // preloaded, ledgers in `ledger_dir`, the tenant `id` and the cap `mem`
+  // (each left unset when empty).
+  Environment tenant_environment(const std::string& ledger_dir, const std::string& mem,
+                                 const std::string& id) const;
 
   std::vector<TracedKernel> traced_kernels() const;
 

@@ -24,7 +24,6 @@ using namespace std::chrono_literals;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 constexpr uint64_t kNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
-const std::string kLibrary = GPULIMIT_LIBRARY_PATH;
 const std::string kGpulimit = GPULIMIT_CLI_PATH;
 
 // The report line of `out` that contains `marker`; fails the test if none.
@@ -68,14 +67,7 @@ class TenantProcesses : public testing::Test {
  protected:
   // A process of tenant `id` capped at `mem` (no cap when empty).
   Environment tenant(const std::string& mem, const std::string& id = "family") const {
-    Environment env = machine_.environment();
-    env = with(env, "LD_PRELOAD", kLibrary);
-    // In a sanitized build the preloaded library precedes the runtime.
-    env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
-    env = with(env, "GPULIMIT_LEDGER_DIR", ledgers_.path());
-    if (!id.empty()) env = with(env, "GPULIMIT_TENANT", id);
-    if (!mem.empty()) env = with(env, "GPULIMIT_MEM", mem);
-    return env;
+    return machine_.tenant_environment(ledgers_.path(), mem, id);
   }
   // What the gpulimit command needs to start a job on this machine.
   Environment command_environment() const {
@@ -142,8 +134,7 @@ TEST_F(TenantProcesses, AForkedChildOutlivingItsKilledParentKeepsNothingOfItsSha
 }
 
 TEST_F(TenantProcesses, AChildForkedAfterCuInitGetsTheDriversRefusalAndTakesNothing) {
-  const WorkloadRun sut =
-      run(kForkingTenant, {"cuda-child", "--hold", "256M"}, tenant("1G"));
+  const WorkloadRun sut = run(kForkingTenant, {"cuda-child", "--hold", "256M"}, tenant("1G"));
   ASSERT_EQ(sut.exit_status, 0) << sut.describe();
   // The driver cannot be used in a child forked after cuInit; the library
   // passes its answer on rather than attaching the child.

@@ -34,7 +34,6 @@ using namespace std::chrono_literals;
 
 const std::string kServer = GPULIMITD_PATH;
 const std::string kCli = GPULIMIT_CLI_PATH;
-const std::string kLibrary = GPULIMIT_LIBRARY_PATH;
 constexpr int64_t kMillisecond = 1'000'000;
 constexpr int kQuantumMs = 20;
 constexpr double kTolerance = 0.02;  // ±2 percentage points
