@@ -1,7 +1,6 @@
 #include "hammer_process.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -11,19 +10,14 @@
 #include <charconv>
 #include <thread>
 
+#include "gpulimit/testing/pipe_io.h"
+
 namespace ledger_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t written = write(fd, text.data(), text.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return;
-    text.remove_prefix(static_cast<size_t>(written));
-  }
-}
+using gpulimit::testing::write_all;
 
 // Where the value of `key=` starts in `line`, for a key at a word's start.
 const char* value_of(std::string_view line, std::string_view key) {
@@ -76,33 +70,8 @@ void HammerProcess::send(std::string_view command) {
   write_all(to_child_, std::string(command) + "\n");
 }
 
-bool HammerProcess::read_more(Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  if (left <= 0) return false;
-  pollfd ready{from_child_, POLLIN, 0};
-  const int polled = poll(&ready, 1, static_cast<int>(left));
-  if (polled < 0 && errno == EINTR) return true;
-  if (polled <= 0) return false;
-  char chunk[4096];
-  const ssize_t got = read(from_child_, chunk, sizeof chunk);
-  if (got < 0 && errno == EINTR) return true;
-  if (got <= 0) return false;  // the process closed its output: it ended
-  buffered_.append(chunk, static_cast<size_t>(got));
-  return true;
-}
-
 std::string HammerProcess::expect(std::string_view prefix, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    size_t newline;
-    while ((newline = buffered_.find('\n')) != std::string::npos) {
-      std::string line = buffered_.substr(0, newline);
-      buffered_.erase(0, newline + 1);
-      if (line.starts_with(prefix)) return line;
-    }
-    if (!read_more(deadline)) return {};
-  }
+  return gpulimit::testing::next_line(from_child_, buffered_, prefix, timeout);
 }
 
 std::string HammerProcess::ask(std::string_view command, std::string_view answer_prefix) {

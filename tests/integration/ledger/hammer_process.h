@@ -42,8 +42,6 @@ class HammerProcess {
   int exit_now(std::chrono::milliseconds timeout = kAnswerTimeout);
 
  private:
-  bool read_more(std::chrono::steady_clock::time_point deadline);
-
   pid_t pid_ = -1;
   int to_child_ = -1;
   int from_child_ = -1;

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -13,51 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/pipe_io.h"
+
 namespace server_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t written = write(fd, text.data(), text.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return;
-    text.remove_prefix(static_cast<size_t>(written));
-  }
-}
-
-// Appends what `fd` has to `buffer`; false at end of input or after `deadline`.
-bool read_more(int fd, std::string& buffer, Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  if (left < 0) return false;
-  pollfd ready{fd, POLLIN, 0};
-  const int polled = poll(&ready, 1, static_cast<int>(left));
-  if (polled < 0 && errno == EINTR) return true;
-  if (polled <= 0) return false;
-  char chunk[4096];
-  const ssize_t got = read(fd, chunk, sizeof chunk);
-  if (got < 0 && errno == EINTR) return true;
-  if (got <= 0) return false;
-  buffer.append(chunk, static_cast<size_t>(got));
-  return true;
-}
-
-// The next line of `buffer` starting with `prefix`, reading more as needed.
-std::string next_line(int fd, std::string& buffer, std::string_view prefix,
-                      std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    size_t newline;
-    while ((newline = buffer.find('\n')) != std::string::npos) {
-      std::string line = buffer.substr(0, newline);
-      buffer.erase(0, newline + 1);
-      if (line.starts_with(prefix)) return line;
-    }
-    if (!read_more(fd, buffer, deadline)) return {};
-  }
-}
+using gpulimit::testing::next_line;
+using gpulimit::testing::write_all;
 
 // In the child: closes every descriptor but stdio and `keep_a`, `keep_b`, so
 // that the child holds no copy of the test's connections (the server must
