@@ -166,13 +166,23 @@ class TimeSlicing : public testing::Test {
     return report;
   }
 
+  // Loads the trace, names its tenants (tenant_map) and analyses their
+  // steady state (steady_state), keeping the trace and the map for
+  // expect_time_sliced().
+  gpulimit::trace::Report analyze_tenants(const std::string& parent_of_the_rest = "") {
+    trace_ = trace();
+    map_ = tenant_map(trace_, parent_of_the_rest);
+    return steady_state(trace_, map_);
+  }
+
   // Time-slicing, as the trace shows it: tenants take the GPU in turns of
   // about a quantum, never kernel by kernel (which is what the simulator's
   // one shared timeline does with nothing in between), and no two tenants'
   // kernels run at once (the simulator serialises kernels anyway; on a real
   // GPU's trace this is the check that matters).
-  void expect_time_sliced(const gpulimit::trace::Trace& t, const gpulimit::trace::Report& report,
-                          const gpulimit::trace::TenantMap& map) const {
+  void expect_time_sliced(const gpulimit::trace::Report& report) const {
+    const gpulimit::trace::Trace& t = trace_;
+    const gpulimit::trace::TenantMap& map = map_;
     EXPECT_EQ(report.overlaps.count, 0u)
         << "kernels of different tenants ran at once, first at "
         << (report.overlaps.examples.empty() ? 0 : report.overlaps.examples[0].later.start_ns);
@@ -219,6 +229,8 @@ class TimeSlicing : public testing::Test {
   std::vector<std::string> names_;
   std::vector<pid_t> pids_;
   std::vector<WorkloadRun> runs_;
+  gpulimit::trace::Trace trace_;    // as analyze_tenants() loaded it
+  gpulimit::trace::TenantMap map_;  // as analyze_tenants() named it
 };
 
 TEST_F(TimeSlicing, EqualWeightsShareEqually) {
@@ -226,13 +238,11 @@ TEST_F(TimeSlicing, EqualWeightsShareEqually) {
   start_tenant("b", {"--weight", "1"}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(gpu_share(report, "a"), 0.5, kTolerance);
   EXPECT_NEAR(gpu_share(report, "b"), 0.5, kTolerance);
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
   EXPECT_GE(report.busy_fraction, 0.95) << "the GPU idled with work waiting";
 }
 
@@ -241,13 +251,11 @@ TEST_F(TimeSlicing, WeightsThreeToOne) {
   start_tenant("light", {"--weight", "1"}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(gpu_share(report, "heavy"), 0.75, kTolerance);
   EXPECT_NEAR(gpu_share(report, "light"), 0.25, kTolerance);
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
   EXPECT_GE(report.busy_fraction, 0.95);
 }
 
@@ -258,13 +266,11 @@ TEST_F(TimeSlicing, FourTenantsByTheirWeights) {
     start_tenant(name, {"--weight", std::to_string(weight)}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   for (const auto& [name, weight] : weights)
     EXPECT_NEAR(gpu_share(report, name), weight / 8.0, kTolerance) << name;
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
   EXPECT_GE(report.busy_fraction, 0.95);
 }
 
@@ -273,13 +279,11 @@ TEST_F(TimeSlicing, EightTenantsEqually) {
     start_tenant("t" + std::to_string(i), {}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   for (int i = 0; i < 8; ++i)
     EXPECT_NEAR(gpu_share(report, "t" + std::to_string(i)), 1.0 / 8, kTolerance) << i;
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
   EXPECT_GE(report.busy_fraction, 0.95);
 }
 
@@ -287,9 +291,7 @@ TEST_F(TimeSlicing, ALoneTenantWithAHardCapGetsItsCapOfAnIdleGpu) {
   start_tenant("capped", {"--sm", "30"}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(report.share_of_tenant("capped"), 0.30, kTolerance);
 }
@@ -303,15 +305,13 @@ TEST_F(TimeSlicing, CapsHoldAndTheRestGoesToTheOthers) {
   start_tenant("free", {}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(report.share_of_tenant("cap30"), 0.30, kTolerance);
   EXPECT_LE(report.share_of_tenant("cap50"), 0.50 + kTolerance);
   EXPECT_NEAR(gpu_share(report, "cap50"), gpu_share(report, "free"), kTolerance);
   EXPECT_GE(report.busy_fraction, 0.95) << "capped tenants left the GPU idle";
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
 }
 
 // Capped tenants that would take more by their weights: both caps bind, and
@@ -322,15 +322,13 @@ TEST_F(TimeSlicing, CapsHoldAndTheRestGoesToTheUncapped) {
   start_tenant("free", {}, spinning_for(5.6));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(report.share_of_tenant("cap30"), 0.30, kTolerance);
   EXPECT_NEAR(report.share_of_tenant("cap50"), 0.50, kTolerance);
   EXPECT_NEAR(report.share_of_tenant("free"), 0.20, kTolerance);
   EXPECT_GE(report.busy_fraction, 0.95);
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
 }
 
 TEST_F(TimeSlicing, TheProcessesOfOneTenantShareOneToken) {
@@ -342,14 +340,12 @@ TEST_F(TimeSlicing, TheProcessesOfOneTenantShareOneToken) {
   start_tenant("pair", {"--weight", "1"}, {"/bin/sh", "-c", script + "& " + script + "; wait"});
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t, "pair");
-  ASSERT_EQ(map.at("pair").size(), 3u) << "the shell and its two spinners";
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants("pair");
+  ASSERT_EQ(map_.at("pair").size(), 3u) << "the shell and its two spinners";
   ASSERT_GE(report.window.length_ns(), 3500 * kMillisecond);
   EXPECT_NEAR(gpu_share(report, "single"), 0.5, kTolerance);
   EXPECT_NEAR(gpu_share(report, "pair"), 0.5, kTolerance);
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
 }
 
 TEST_F(TimeSlicing, GraphLaunchesAreThrottledLikeKernels) {
@@ -357,13 +353,11 @@ TEST_F(TimeSlicing, GraphLaunchesAreThrottledLikeKernels) {
   start_tenant("light", {"--weight", "1"}, spinning_for(5.6, "graph-capture"));
   finish_tenants();
 
-  const auto t = trace();
-  const auto map = tenant_map(t);
-  const auto report = steady_state(t, map);
+  const auto report = analyze_tenants();
   ASSERT_GE(report.window.length_ns(), 4000 * kMillisecond);
   EXPECT_NEAR(gpu_share(report, "heavy"), 0.75, kTolerance);
   EXPECT_NEAR(gpu_share(report, "light"), 0.25, kTolerance);
-  expect_time_sliced(t, report, map);
+  expect_time_sliced(report);
 }
 
 TEST_F(TimeSlicing, AHighPriorityArrivalStartsWithinOneQuantumAndTheLongestKernel) {
