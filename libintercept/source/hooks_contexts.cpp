@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "accounting.h"
 #include "nvml_subset.h"
@@ -94,19 +95,29 @@ bool device_memory(nvmlDevice_t device, nvmlMemory_t* memory) {
 
 // What NVML says this process holds on `device`; false when it does not
 // list this process (or cannot list processes).
-bool own_memory(nvmlDevice_t device, uint64_t* bytes) {
+bool own_memory(nvmlDevice_t device, uint64_t* bytes) noexcept try {
   const auto list = nvml().get_processes;
   if (!device || !list) return false;
-  nvmlProcessInfo_t infos[64];
-  unsigned int count = 64;
-  if (list(device, &count, infos) != NVML_SUCCESS) return false;
+  // Room for the processes there are now, and some that may start meanwhile;
+  // NVML says how many it needs when that was not enough.
+  std::vector<nvmlProcessInfo_t> infos(64);
+  unsigned int count = 0;
+  nvmlReturn_t listed = NVML_ERROR_INSUFFICIENT_SIZE;
+  for (int attempt = 0; attempt < 3 && listed == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+    count = static_cast<unsigned int>(infos.size());
+    listed = list(device, &count, infos.data());
+    if (listed == NVML_ERROR_INSUFFICIENT_SIZE) infos.resize(count + 16);
+  }
+  if (listed != NVML_SUCCESS) return false;
   const auto self = static_cast<unsigned int>(getpid());
-  for (unsigned int i = 0; i < count && i < 64; ++i) {
+  for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
     if (infos[i].pid != self) continue;
     *bytes = infos[i].usedGpuMemory;
     return true;
   }
   return false;
+} catch (...) {
+  return false;  // no host memory for the list: measured another way
 }
 
 constexpr int kMaxOrdinals = 64;
