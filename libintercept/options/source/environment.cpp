@@ -56,40 +56,6 @@ std::optional<Source> source_of(const OptionSpec& spec, char* const* envp,
   return std::nullopt;
 }
 
-// Parses one option's value into its place in `limits`.
-bool apply(const OptionSpec& spec, std::string_view text, Limits& limits, std::string& reason) {
-  switch (spec.id) {
-    case OptionId::kMem: {
-      Amount amount;
-      if (!parse_amount(text, amount, reason)) return false;
-      limits.memory.all = amount;
-      return true;
-    }
-    case OptionId::kDeviceMem:
-      return parse_device_amounts(text, limits.memory.by_device, reason);
-    case OptionId::kSm:
-      return parse_sm_percent(text, limits.compute.sm_percent, reason);
-    case OptionId::kWeight:
-      return parse_weight(text, limits.compute.weight, reason);
-    case OptionId::kPriority:
-      return parse_priority(text, limits.compute.priority, reason);
-    case OptionId::kTenant:
-      if (!parse_tenant_id(text, reason)) return false;
-      limits.tenant = text;
-      return true;
-    case OptionId::kLedgerDir:
-      if (!parse_absolute_path(text, reason)) return false;
-      limits.ledger_dir = text;
-      return true;
-    case OptionId::kSocket:
-      if (!parse_socket_path(text, reason)) return false;
-      limits.socket = text;
-      return true;
-  }
-  reason = "unknown option";
-  return false;
-}
-
 // CUDA_DEVICE_MEMORY_LIMIT: the cap on every device, as HAMi sets it.
 bool merge_mem_alias(char* const* envp, const std::optional<Source>& primary, Limits& limits,
                      std::string& error) {
@@ -183,7 +149,7 @@ bool read_limits(char* const* envp, const FlagValues* flags, Limits& out, std::s
     const std::optional<Source>& source = sources[row(spec.id)] = source_of(spec, envp, flags);
     if (!source) continue;
     std::string reason;
-    if (!apply(spec, source->text, limits, reason)) {
+    if (!parse_option_value(spec.id, source->text, limits, reason)) {
       error = source->describe() + ": " + reason;
       return false;
     }
@@ -219,6 +185,42 @@ bool find_compute_source(char* const* envp, const FlagValues& flags, std::string
 }
 
 }  // namespace
+
+bool parse_option_value(OptionId id, std::string_view text, Limits& limits,
+                        std::string& reason) noexcept {
+  return detail::without_exceptions(reason, [&]() -> bool {
+    switch (id) {
+      case OptionId::kMem: {
+        Amount amount;
+        if (!parse_amount(text, amount, reason)) return false;
+        limits.memory.all = amount;
+        return true;
+      }
+      case OptionId::kDeviceMem:
+        return parse_device_amounts(text, limits.memory.by_device, reason);
+      case OptionId::kSm:
+        return parse_sm_percent(text, limits.compute.sm_percent, reason);
+      case OptionId::kWeight:
+        return parse_weight(text, limits.compute.weight, reason);
+      case OptionId::kPriority:
+        return parse_priority(text, limits.compute.priority, reason);
+      case OptionId::kTenant:
+        if (!parse_tenant_id(text, reason)) return false;
+        limits.tenant = text;
+        return true;
+      case OptionId::kLedgerDir:
+        if (!parse_absolute_path(text, reason)) return false;
+        limits.ledger_dir = text;
+        return true;
+      case OptionId::kSocket:
+        if (!parse_socket_path(text, reason)) return false;
+        limits.socket = text;
+        return true;
+    }
+    reason = "unknown option";
+    return false;
+  });
+}
 
 bool limits_from_environment(char* const* envp, Limits& out, std::string& error) noexcept {
   return detail::without_exceptions(error, [&] { return read_limits(envp, nullptr, out, error); });

@@ -31,6 +31,14 @@ namespace gpulimit::options {
 // both.
 bool limits_from_environment(char* const* envp, Limits& out, std::string& error) noexcept;
 
+// Parses `text` as the value of option `id`, with the parser its row names,
+// into its place in `limits`; the rest of `limits` stays. False with
+// `reason` set to what is wrong with the text, without naming where it came
+// from ("not a size (examples: 10G, 512M, 50%)"): for a caller with its own
+// name for the option, such as a batch system's --gpu-mem.
+bool parse_option_value(OptionId id, std::string_view text, Limits& limits,
+                        std::string& reason) noexcept;
+
 // Flag values the CLI was given, by OptionId; nullopt for a flag not given.
 // Rows without a flag take none: their entries are ignored.
 using FlagValues = std::array<std::optional<std::string_view>, kOptionCount>;
