@@ -160,6 +160,8 @@ bool read_ledger_usage(const std::string& path, uid_t owner,
                   usage.uuid.size());
       usage.cap = field_at<uint64_t>(bytes.data(), entry + offsetof(DeviceEntry, cap));
       usage.used = field_at<uint64_t>(bytes.data(), entry + offsetof(DeviceEntry, used));
+      usage.oom_denials =
+          field_at<uint64_t>(bytes.data(), entry + offsetof(DeviceEntry, oom_denials));
       devices.push_back(usage);
     }
     return true;

@@ -18,7 +18,7 @@ namespace gpulimit::shm {
 
 inline constexpr uint64_t kLedgerMagic = 0x444c'6d69'6c75'7067;  // "gpulimLD" in file order
 // Raise with every change of LedgerLayout below.
-inline constexpr uint32_t kLedgerLayoutVersion = 1;
+inline constexpr uint32_t kLedgerLayoutVersion = 2;
 
 struct LedgerHeader {
   uint64_t magic;           // written last when the file is built
@@ -31,6 +31,9 @@ struct alignas(64) DeviceEntry {
   uint64_t cap;  // bytes; fixed before the entry is published
   // The tenant's bytes on the device: the one word the cap is checked on.
   std::atomic<uint64_t> used;
+  // Reservations refused at the cap, for gpulimitd's statistics. Bumped only
+  // on the refusal path, so the line every reserve reads stays read-mostly.
+  std::atomic<uint64_t> oom_denials;
 };
 
 struct alignas(64) ProcessSlot {

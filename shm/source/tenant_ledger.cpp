@@ -19,7 +19,8 @@
 //   R2  if recount_seq is odd: inflight[p] -= 1, wait until it changes, retry
 //   R3  held[p][d] += n
 //   R4  CAS used[d] → used[d] + n, unless that passes the cap;
-//       if it would: held[p][d] -= n, and the reserve fails
+//       if it would: held[p][d] -= n, and the reserve fails (after one reap
+//       and retry, a failure adds 1 to oom_denials[d], a statistic only)
 //   R5  inflight[p] -= 1                                  release
 //
 // Recount, by a reaper holding reaper_mutex (reaper.cpp). Reapers are whoever
@@ -284,6 +285,7 @@ int TenantLedger::device(const unsigned char uuid[16], uint64_t cap_if_new) noex
   std::memcpy(entry.uuid, uuid, sizeof entry.uuid);
   entry.cap = cap_if_new;
   entry.used.store(0, std::memory_order_relaxed);
+  entry.oom_denials.store(0, std::memory_order_relaxed);
   layout.device_count.store(count + 1, std::memory_order_release);
   return static_cast<int>(count);
 }
@@ -317,7 +319,12 @@ bool TenantLedger::reserve(int dev, uint64_t bytes) noexcept {
     const bool taken = take_under_cap(device, bytes);  // R4
     if (!taken) me.held[dev].fetch_sub(bytes, std::memory_order_relaxed);
     me.inflight.fetch_sub(1, std::memory_order_release);  // R5
-    if (taken || attempt == 2) return taken;
+    if (taken) return true;
+    if (attempt == 2) {
+      // Counted once per refused reserve, after the reap gave it its chance.
+      device.oom_denials.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     // No room; dead processes' bytes may still be counted. Reap (out of
     // flight, or the recount would wait for us) and try once more.
     reap_if_dead_slots();

@@ -41,7 +41,7 @@ constexpr uint64_t kCap = 4 * kGiB;
 // Far beyond what a working server needs, on any machine.
 constexpr milliseconds kPatience{10'000};
 
-// The ledger as it lies in its file, layout version 1 (shm/source/
+// The ledger as it lies in its file, layout version 2 (shm/source/
 // ledger_layout.h), so that the test can write absurd values into chosen
 // fields. The tests check that a real ledger file is exactly this size.
 struct FileHeader {
@@ -53,6 +53,7 @@ struct alignas(64) FileDevice {
   unsigned char uuid[16];
   uint64_t cap;
   uint64_t used;
+  uint64_t oom_denials;
 };
 struct alignas(64) FileSlot {
   int32_t pid;

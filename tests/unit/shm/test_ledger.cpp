@@ -96,7 +96,7 @@ TEST_F(TenantLedgerTest, CreatesAVersionedFileNamedForTheUserAndTenant) {
 
   const FileHeader header = read_header();
   EXPECT_EQ(std::string(header.magic, sizeof header.magic), "gpulimLD");
-  EXPECT_EQ(header.layout_version, 1u);
+  EXPECT_EQ(header.layout_version, 2u);
   EXPECT_EQ(file_size(), static_cast<off_t>(header.layout_size));
   EXPECT_EQ(sut->path(), dir_.path() + "/gpulimit-" + std::to_string(geteuid()) + "-job.ledger");
   struct stat status {};
@@ -106,26 +106,26 @@ TEST_F(TenantLedgerTest, CreatesAVersionedFileNamedForTheUserAndTenant) {
 
 TEST_F(TenantLedgerTest, RefusesAnotherLayoutVersionThatProcessesUse) {
   auto attached = open_ledger();
-  const uint32_t other_version = 2;
+  const uint32_t other_version = 3;
   overwrite(&other_version, sizeof other_version, offsetof(FileHeader, layout_version));
 
   const std::string error = refused();
 
   EXPECT_NE(error.find(path()), std::string::npos) << error;
-  EXPECT_NE(error.find("layout version 2"), std::string::npos) << error;
-  EXPECT_NE(error.find("uses version 1"), std::string::npos) << error;
+  EXPECT_NE(error.find("layout version 3"), std::string::npos) << error;
+  EXPECT_NE(error.find("uses version 2"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 
 TEST_F(TenantLedgerTest, RebuildsAnotherLayoutVersionThatNoProcessUses) {
   open_ledger().reset();
-  const uint32_t other_version = 2;
+  const uint32_t other_version = 1;
   overwrite(&other_version, sizeof other_version, offsetof(FileHeader, layout_version));
 
   auto sut = open_ledger();
 
   ASSERT_NE(sut, nullptr);
-  EXPECT_EQ(read_header().layout_version, 1u);
+  EXPECT_EQ(read_header().layout_version, 2u);
   EXPECT_TRUE(sut->attached());
 }
 

@@ -13,11 +13,13 @@
 
 namespace gpulimit::shm {
 
-// One device of a ledger: its cap and the whole tenant's bytes on it.
+// One device of a ledger: its cap, the whole tenant's bytes on it, and how
+// many reservations the cap refused there since the ledger was built.
 struct LedgerDeviceUsage {
   std::array<unsigned char, 16> uuid{};
   uint64_t cap = 0;
   uint64_t used = 0;
+  uint64_t oom_denials = 0;
 };
 
 // Reads the devices of the ledger at `path`, which must be a regular file
