@@ -1,0 +1,208 @@
+// The Prometheus text exposition of a status snapshot: families, labels,
+// escaping, the histogram, and the format of every line.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpulimit/server/metrics_exposition.h"
+
+namespace gpulimit::server {
+namespace {
+
+constexpr DeviceUuid kUuid = {0xde, 0xad, 0xbe, 0xef};
+constexpr const char* kUuidText = "GPU-deadbeef-0000-0000-0000-000000000000";
+constexpr const char* kLabels =
+    R"(gpu="3",UUID="GPU-deadbeef-0000-0000-0000-000000000000",tenant="train",user="alice")";
+
+StatusSnapshot one_tenant() {
+  StatusSnapshot status;
+  status.server.mode = "system";
+  status.server.uptime_s = 12.5;
+  BoardDeviceStatus board;
+  board.board_index = 3;
+  board.uuid = kUuid;
+  board.waiting = 1;
+  status.devices.push_back(board);
+  TenantStatus tenant;
+  tenant.tenant = "train";
+  tenant.user = "alice";
+  tenant.pids = {10, 11};
+  TenantDeviceStatus device;
+  device.uuid = kUuid;
+  device.memory_used = 3'000;
+  device.memory_cap = 8'000;
+  device.held_ns = 2'500'000'000;
+  device.grants = 7;
+  device.revokes = 6;
+  device.overruns = 1;
+  device.oom_denials = 4;
+  device.share_target = 0.75;
+  device.share_achieved = 0.5;
+  tenant.devices.push_back(device);
+  status.tenants.push_back(tenant);
+  return status;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// The samples, keyed by "name{labels}".
+std::map<std::string, std::string> samples_of(const std::string& text) {
+  std::map<std::string, std::string> samples;
+  for (const std::string& line : lines_of(text)) {
+    if (line.starts_with("#")) continue;
+    const std::size_t space = line.rfind(' ');
+    samples[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return samples;
+}
+
+TEST(MetricsExposition, WritesEachFigureOfATenantWithDcgmStyleLabels) {
+  const std::string text = render_metrics(one_tenant(), "1.2.3");
+
+  const auto sut = samples_of(text);
+  const std::string labels = std::string("{") + kLabels + "}";
+  EXPECT_EQ(sut.at("gpulimit_memory_used_bytes" + labels), "3000");
+  EXPECT_EQ(sut.at("gpulimit_memory_cap_bytes" + labels), "8000");
+  EXPECT_EQ(sut.at("gpulimit_gpu_seconds_total" + labels), "2.5");
+  EXPECT_EQ(sut.at("gpulimit_token_grants_total" + labels), "7");
+  EXPECT_EQ(sut.at("gpulimit_token_revokes_total" + labels), "6");
+  EXPECT_EQ(sut.at("gpulimit_token_overruns_total" + labels), "1");
+  EXPECT_EQ(sut.at("gpulimit_oom_denials_total" + labels), "4");
+  EXPECT_EQ(sut.at("gpulimit_share_target" + labels), "0.75");
+  EXPECT_EQ(sut.at("gpulimit_share_achieved" + labels), "0.5");
+  EXPECT_EQ(sut.at(R"(gpulimit_build_info{version="1.2.3",mode="system"})"), "1");
+  EXPECT_EQ(sut.at("gpulimit_uptime_seconds"), "12.5");
+  EXPECT_EQ(sut.at("gpulimit_tenants"), "1");
+  EXPECT_EQ(sut.at("gpulimit_processes"), "2");
+  EXPECT_EQ(sut.at(R"(gpulimit_tenant_processes{tenant="train",user="alice"})"), "2");
+  EXPECT_EQ(
+      sut.at(std::string(R"(gpulimit_token_waiting_tenants{gpu="3",UUID=")") + kUuidText + "\"}"),
+      "1");
+}
+
+TEST(MetricsExposition, LeavesOutMemoryFiguresOfAnUncappedDevice) {
+  StatusSnapshot status = one_tenant();
+  status.tenants[0].devices[0].memory_used.reset();
+  status.tenants[0].devices[0].memory_cap.reset();
+  status.tenants[0].devices[0].oom_denials.reset();
+
+  const auto sut = samples_of(render_metrics(status, "1"));
+
+  for (const auto& [series, value] : sut) {
+    EXPECT_FALSE(series.starts_with("gpulimit_memory_")) << series;
+    EXPECT_FALSE(series.starts_with("gpulimit_oom_denials")) << series;
+  }
+  EXPECT_TRUE(sut.contains(std::string("gpulimit_gpu_seconds_total{") + kLabels + "}"));
+}
+
+TEST(MetricsExposition, WritesTheWaitHistogramCumulatively) {
+  StatusSnapshot status = one_tenant();
+  WaitHistogram& waits = status.tenants[0].devices[0].waits;
+  waits.observe(50'000);          // 50 us: first bucket
+  waits.observe(3'000'000);       // 3 ms: the 5 ms bucket
+  waits.observe(20'000'000'000);  // 20 s: only +Inf
+
+  const auto sut = samples_of(render_metrics(status, "1"));
+
+  const auto bucket = [&](const std::string& le) {
+    return sut.at(std::string("gpulimit_token_wait_seconds_bucket{") + kLabels + ",le=\"" + le +
+                  "\"}");
+  };
+  EXPECT_EQ(bucket("0.0001"), "1");
+  EXPECT_EQ(bucket("0.0025"), "1");
+  EXPECT_EQ(bucket("0.005"), "2");
+  EXPECT_EQ(bucket("10"), "2");
+  EXPECT_EQ(bucket("+Inf"), "3");
+  EXPECT_EQ(sut.at(std::string("gpulimit_token_wait_seconds_count{") + kLabels + "}"), "3");
+  EXPECT_EQ(sut.at(std::string("gpulimit_token_wait_seconds_sum{") + kLabels + "}"), "20.00305");
+}
+
+TEST(MetricsExposition, EscapesBackslashQuoteAndNewlineInLabelValues) {
+  EXPECT_EQ(escape_label_value(R"(a"b\c)"
+                               "\n"
+                               "d"),
+            R"(a\"b\\c\nd)");
+  EXPECT_EQ(escape_label_value("plain-name_1.x"), "plain-name_1.x");
+}
+
+TEST(MetricsExposition, EscapesATenantNamedAwkwardly) {
+  StatusSnapshot status = one_tenant();
+  status.tenants[0].user = "o\"brien\\\n";
+
+  const std::string text = render_metrics(status, "1");
+
+  EXPECT_NE(text.find(R"(user="o\"brien\\\n")"), std::string::npos) << text;
+}
+
+TEST(MetricsExposition, GivesEveryFamilyOneHelpAndOneTypeBeforeItsSamples) {
+  const std::string text = render_metrics(one_tenant(), "1");
+
+  std::map<std::string, int> helps;
+  std::map<std::string, std::string> types;
+  const std::regex help(R"(# HELP (\w+) .+)");
+  const std::regex type(R"(# TYPE (\w+) (counter|gauge|histogram))");
+  const std::regex sample(
+      R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_]\w*="([^"\\]|\\.)*",?)*\})? (\S+))");
+  std::smatch match;
+  for (const std::string& line : lines_of(text)) {
+    if (std::regex_match(line, match, help)) {
+      ++helps[match[1]];
+    } else if (std::regex_match(line, match, type)) {
+      EXPECT_FALSE(types.contains(match[1])) << "a second TYPE: " << line;
+      types[match[1]] = match[2];
+    } else {
+      ASSERT_TRUE(std::regex_match(line, match, sample)) << "not a sample: " << line;
+      std::string family = match[1];
+      for (const char* suffix : {"_bucket", "_sum", "_count"})
+        if (!types.contains(family) && family.ends_with(suffix))
+          family.resize(family.size() - std::string(suffix).size());
+      EXPECT_TRUE(types.contains(family)) << "a sample before its TYPE: " << line;
+      EXPECT_NO_THROW((void)std::stod(match[5].str())) << line;
+    }
+  }
+  for (const std::string& name : metric_family_names()) {
+    EXPECT_EQ(helps[name], 1) << name;
+    EXPECT_TRUE(types.contains(name)) << name;
+  }
+  EXPECT_EQ(types["gpulimit_token_wait_seconds"], "histogram");
+  EXPECT_EQ(types["gpulimit_gpu_seconds_total"], "counter");
+}
+
+TEST(MetricsExposition, NamesFollowPrometheusConventions) {
+  const std::string text = render_metrics(one_tenant(), "1");
+  std::map<std::string, std::string> types;
+  const std::regex type(R"(# TYPE (\w+) (\w+))");
+  std::smatch match;
+  for (const std::string& line : lines_of(text))
+    if (std::regex_match(line, match, type)) types[match[1]] = match[2];
+
+  for (const auto& [name, kind] : types) {
+    EXPECT_TRUE(name.starts_with("gpulimit_")) << name;
+    EXPECT_EQ(kind == "counter", name.ends_with("_total")) << name << " is a " << kind;
+  }
+}
+
+TEST(MetricsExposition, WithNoTenantStillDescribesEveryFamily) {
+  StatusSnapshot status;
+  status.server.mode = "user";
+
+  const std::string text = render_metrics(status, "1");
+
+  for (const std::string& name : metric_family_names())
+    EXPECT_NE(text.find("# TYPE " + name + " "), std::string::npos) << name;
+  EXPECT_EQ(samples_of(text).at("gpulimit_tenants"), "0");
+}
+
+}  // namespace
+}  // namespace gpulimit::server
