@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #include "connection_watcher.h"
 #include "drain_thread.h"
@@ -50,6 +52,12 @@ std::atomic<const Config*> config{nullptr};
 
 pthread_mutex_t configure_mu = PTHREAD_MUTEX_INITIALIZER;
 
+// The memory caps the server granted in its last Welcome, by CUDA ordinal
+// (0: none). Written by the thread attaching (one at a time), read by
+// Tenant::attach on that same thread; a forked child inherits them.
+bool memory_granted = false;
+std::array<uint64_t, kMaxDevices> memory_grant{};
+
 // The views without a session (launch_gate.h).
 GateView open_view;
 GateView detached_view;
@@ -90,11 +98,13 @@ void copy_text(char* out, size_t capacity, const std::string& text) {
   if (text.size() < capacity) std::memcpy(out, text.data(), text.size());
 }
 
-// The devices this process sees, in ordinal order, named by UUID.
-void list_devices(protocol::Hello& hello) {
+// The devices this process sees, in ordinal order, named by UUID, with the
+// memory cap asked for on each and its size (for the server's policy).
+void list_devices(protocol::Hello& hello, const options::MemoryLimits& memory) {
   int count = 0;
   auto get_count = real_function(real::cuDeviceGetCount);
   auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
+  auto total_mem = real_function(real::cuDeviceTotalMem_v2);
   if (!get_count || !get_uuid || get_count(&count) != CUDA_SUCCESS) count = 0;
   hello.device_count = static_cast<uint32_t>(std::clamp(count, 0, kMaxDevices));
   for (uint32_t ordinal = 0; ordinal < hello.device_count; ++ordinal) {
@@ -102,6 +112,11 @@ void list_devices(protocol::Hello& hello) {
     // A device without its UUID cannot be matched: the server leaves it be.
     if (get_uuid(&uuid, static_cast<CUdevice>(ordinal)) == CUDA_SUCCESS)
       std::memcpy(hello.uuids[ordinal], uuid.bytes, sizeof hello.uuids[ordinal]);
+    size_t total = 0;
+    if (!total_mem || total_mem(&total, static_cast<CUdevice>(ordinal)) != CUDA_SUCCESS) total = 0;
+    hello.memory_total[ordinal] = total;
+    if (const std::optional<options::Amount> amount = memory.for_device(ordinal))
+      hello.memory_requested[ordinal] = amount->resolve(total);
   }
 }
 
@@ -126,7 +141,7 @@ const Config* make_config(const options::Limits& limits) {
   hello.sm_percent = limits.compute.sm_percent;
   hello.weight = limits.compute.weight;
   hello.priority = to_protocol(limits.compute.priority);
-  list_devices(hello);
+  list_devices(hello, limits.memory);
   return made;
 }
 
@@ -204,6 +219,15 @@ Reattach attach_now(const Config& c, bool quiet) {
                                                               : Reattach::kUnreachable;
     case JoinResult::Outcome::kWelcome:
       break;
+  }
+  for (uint32_t ordinal = 0; ordinal < hello.device_count; ++ordinal)
+    memory_grant[ordinal] = joined.welcome.memory_cap[ordinal];
+  memory_granted = true;
+  // What the policy lowered, said once: by the job's first process (the
+  // server sends it to the tenant's first only), not again on a reattach.
+  if (!quiet && joined.welcome.notice[0] != '\0') {
+    joined.welcome.notice[sizeof joined.welcome.notice - 1] = '\0';
+    say(joined.welcome.notice);
   }
   prepare_launch_barrier();
   auto* attached = new (std::nothrow) GateSession(std::move(joined), hello);
@@ -300,21 +324,14 @@ void attach_in_forked_child() noexcept {
   attach_and_watch(*config.load(std::memory_order_acquire));
 }
 
-void attach_after_init() noexcept {
-  if (config.load(std::memory_order_acquire)) {
-    attach_in_forked_child();  // nothing to do unless this is a forked child
-    return;
-  }
+namespace {
+
+// The first attach: fixes what the process says to every server, and joins.
+void configure_and_attach(const options::Limits& limits) {
   static std::atomic<bool> without_server{false};
   if (without_server.load(std::memory_order_relaxed)) return;
-
   pthread_mutex_lock(&configure_mu);
   if (!config.load(std::memory_order_relaxed) && !without_server.load(std::memory_order_relaxed)) {
-    options::Limits limits;
-    try {
-      limits = Tenant::read_limits();
-    } catch (...) {
-    }
     if (limits.socket.empty()) {
       without_server.store(true, std::memory_order_relaxed);
     } else if (const Config* c = make_config(limits)) {
@@ -327,6 +344,31 @@ void attach_after_init() noexcept {
     }
   }
   pthread_mutex_unlock(&configure_mu);
+}
+
+}  // namespace
+
+void attach_after_init() noexcept {
+  if (config.load(std::memory_order_acquire)) {
+    attach_in_forked_child();  // nothing to do unless this is a forked child
+    return;
+  }
+  // Read before configure_mu: Tenant::attach holds its lock while it takes
+  // configure_mu (join_for_memory), never the other way round.
+  options::Limits limits;
+  try {
+    limits = Tenant::read_limits();
+  } catch (...) {
+  }
+  configure_and_attach(limits);
+}
+
+bool join_for_memory(const options::Limits& limits, uint64_t* caps, int count) noexcept {
+  if (!config.load(std::memory_order_acquire)) configure_and_attach(limits);
+  if (!memory_granted) return false;
+  for (int ordinal = 0; ordinal < count; ++ordinal)
+    caps[ordinal] = ordinal < kMaxDevices ? memory_grant[static_cast<size_t>(ordinal)] : 0;
+  return true;
 }
 
 }  // namespace gpulimit::gate

@@ -11,7 +11,10 @@
 // Memory caps do not depend on any of this (tenant.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include "gpulimit/options/limits.h"
 
 namespace gpulimit::gate {
 
@@ -36,6 +39,12 @@ enum class Reattach {
   kNoAnswer,     // a server listens but did not answer: try again later
 };
 Reattach attach_again() noexcept;
+
+// Called by Tenant::attach before it caps the devices: with a server in
+// `limits`, attaches (the first time) and fills caps[0..count) with the
+// memory caps the server granted, by CUDA ordinal (0: none). False when no
+// server granted any (none configured, unreachable, refused).
+bool join_for_memory(const options::Limits& limits, uint64_t* caps, int count) noexcept;
 
 // The launch slow path of a forked child that has not attached yet; returns
 // at once when another thread is attaching it.

@@ -4,6 +4,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "gate_attachment.h"
 #include "gpulimit/options/environment.h"
 #include "gpulimit/shm/tenant_ledger.h"
 #include "real_driver.h"
@@ -135,8 +137,17 @@ CUresult Tenant::attach(Phase phase) {
       registered = true;
     }
   }
-  if (refusal != CUDA_SUCCESS || limits.memory.empty()) return refusal;
+  if (refusal != CUDA_SUCCESS || (limits.memory.empty() && limits.socket.empty())) return refusal;
   if (phase == Phase::kBeforeInit || limited_.load(std::memory_order_relaxed)) return CUDA_SUCCESS;
+
+  // With a server, its answer first: an administrator's policy may cap
+  // memory the job did not ask to cap, or cap it lower than it asked.
+  std::array<uint64_t, kMaxOrdinals> granted{};
+  const bool have_grant = !limits.socket.empty() &&
+                          gate::join_for_memory(limits, granted.data(), kMaxOrdinals);
+  if (limits.memory.empty() &&
+      (!have_grant || std::all_of(granted.begin(), granted.end(), [](uint64_t c) { return c == 0; })))
+    return CUDA_SUCCESS;
 
   auto* a = new (std::nothrow) Attachment();
   if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -157,13 +168,17 @@ CUresult Tenant::attach(Phase phase) {
   for (int ordinal = 0; ordinal < count && ordinal < kMaxOrdinals; ++ordinal) {
     std::optional<options::Amount> amount =
         limits.memory.for_device(static_cast<unsigned>(ordinal));
+    const uint64_t grant = granted[static_cast<size_t>(ordinal)];
     CUuuid uuid{};
     size_t total = 0;
-    if (!amount || get_uuid(&uuid, ordinal) != CUDA_SUCCESS ||
+    if ((!amount && grant == 0) || get_uuid(&uuid, ordinal) != CUDA_SUCCESS ||
         total_mem(&total, ordinal) != CUDA_SUCCESS)
       continue;
-    const int device = a->ledger->device(reinterpret_cast<const unsigned char*>(uuid.bytes),
-                                         amount->resolve(total));
+    // The smaller of what the job asked and what the server granted.
+    uint64_t cap = amount ? amount->resolve(total) : grant;
+    if (grant != 0) cap = std::min(cap, grant);
+    const int device =
+        a->ledger->device(reinterpret_cast<const unsigned char*>(uuid.bytes), cap);
     if (device < 0) {
       refuse("the tenant's ledger has no room for another device");
       delete a;

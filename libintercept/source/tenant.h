@@ -3,8 +3,9 @@
 // tenant's other processes, which of the devices the process sees have a cap,
 // and the allocations this process made under it.
 //
-// With no limit in the environment nothing is attached and every hook is a
-// pure pass-through: Tenant::limited() is then one relaxed load that says no.
+// With no limit in the environment (and no cap granted by gpulimitd's
+// policy) nothing is attached and every hook is a pure pass-through:
+// Tenant::limited() is then one relaxed load that says no.
 #pragma once
 
 #include <cuda.h>

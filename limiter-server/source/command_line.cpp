@@ -1,9 +1,11 @@
 #include "gpulimit/server/command_line.h"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "gpulimit/protocol/channel.h"
+#include "gpulimit/server/policy_file.h"
 
 namespace gpulimit::server {
 namespace {
@@ -33,7 +35,8 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
       "exits after --idle-exit-s without tenants; the gpulimit command starts it on demand.\n"
       "System mode (--system, run as root, e.g. by gpulimitd.service) serves every user\n"
       "of the machine on /run/gpulimit/gpulimitd.sock and never exits when idle.\n"
-      "SIGTERM or SIGINT stop it cleanly: every waiting process is released.\n"
+      "SIGTERM or SIGINT stop it cleanly: every waiting process is released. SIGHUP rereads\n"
+      "the policy file; one with an error is refused and the policy in force stays.\n"
       "Exit status: 0 after a clean stop; 1 when it cannot start or fails; 2 bad options.");
 
   DaemonOptions options;
@@ -43,6 +46,7 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
   int64_t ack_timeout_ms = 0;
   int64_t cap_window_ms = kDefaultCapWindowNs / kNsPerMs;
   int64_t idle_exit_s = kDefaultIdleExitNs / kNsPerMs / 1000;
+  std::string metrics_address;
   app.add_flag("--system", system, "Serve every user of the machine (run as root)");
   app.add_option("--socket", socket, "Listen on this socket instead of the mode's default path")
       ->type_name("PATH");
@@ -64,6 +68,43 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
                  "(default 30)")
       ->type_name("S")
       ->check(CLI::Range(int64_t{0}, int64_t{86'400 * 365}));
+  CLI::Option* metrics_option =
+      app.add_option("--metrics-address", metrics_address,
+                     std::string("Serve Prometheus metrics at http://HOST:PORT/metrics; \"off\" "
+                                 "or \"\" for none (default: ") +
+                         kDefaultSystemMetricsAddress +
+                         " in system mode, none per user). An address that cannot be listened "
+                         "on stops the server from starting")
+          ->type_name("HOST:PORT");
+  std::string policy;
+  app.add_option("--policy", policy,
+                 "The administrator's policy file: defaults and maxima per user and group, which "
+                 "devices they may use; reread on SIGHUP (default in system mode: "
+                 "/etc/gpulimit/policy.toml if it exists; per-user mode: none)")
+      ->type_name("PATH");
+  std::string watch = "auto";
+  std::string unmanaged = "warn";
+  int64_t cross_check_ms = kDefaultCrossCheckIntervalNs / kNsPerMs;
+  bool pidfd_exits = true;
+  app.add_option("--watch", watch,
+                 "The BPF watcher (tenant exits, GPU nodes opened without gpulimit): auto loads it "
+                 "when it can (root, BTF, tracefs) and says once why not, on fails to start "
+                 "without it, off never loads it (default auto)")
+      ->type_name("auto|on|off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--unmanaged", unmanaged,
+                 "What to do about a GPU process that runs without gpulimit, where the policy "
+                 "file says nothing: allow (status only), warn (also logged once), kill (SIGKILL "
+                 "to that process) (default warn)")
+      ->type_name("allow|warn|kill")
+      ->check(CLI::IsMember({"allow", "warn", "kill"}));
+  app.add_option("--cross-check-ms", cross_check_ms,
+                 "How often the driver's per-process GPU memory (NVML) is compared with the "
+                 "ledgers; 0: never (default 2000)")
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{0}, kMaxTimeoutMs));
+  // For tests of the watcher: tenant exits from its exit events alone.
+  app.add_option("--pidfd-exits", pidfd_exits)->group("")->type_name("BOOL");
   app.add_flag("--foreground", options.foreground,
                "Stay in the foreground and log to stderr (for systemd and debugging); otherwise "
                "detach once serving and log to --log-file");
@@ -103,6 +144,26 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
       ack_timeout_ms > 0 ? ack_timeout_ms * kNsPerMs : default_ack_timeout(quantum_ms * kNsPerMs);
   server.scheduler.cap_window_ns = cap_window_ms * kNsPerMs;
   server.idle_exit_ns = system ? 0 : idle_exit_s * 1000 * kNsPerMs;
+  // Absolute: a reload reads it again, after the daemon may have changed
+  // its directory.
+  if (!policy.empty() && policy.front() != '/') {
+    std::error_code ignored;
+    policy = std::filesystem::absolute(policy, ignored).string();
+  }
+  server.policy_path = !policy.empty() ? policy
+                       : system        ? std::string(kSystemPolicyPath)
+                                       : std::string();
+  server.policy_optional = policy.empty();
+  server.watcher.mode = *parse_watch_mode(watch);
+  server.watcher.unmanaged_default = *parse_unmanaged_action(unmanaged);
+  server.watcher.cross_check_interval_ns = cross_check_ms * kNsPerMs;
+  server.watcher.pidfd_exits = pidfd_exits;
+  if (metrics_option->count() == 0 && system) metrics_address = kDefaultSystemMetricsAddress;
+  if (!metrics_turned_off(metrics_address)) {
+    Result<MetricsAddress> address = parse_metrics_address(metrics_address);
+    if (!address) return CommandLineExit{kExitUsage, "gpulimitd: " + address.error() + "\n", true};
+    server.metrics = *address;
+  }
   if (options.foreground) {
     options.log_file.clear();
   } else if (options.log_file.empty()) {

@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
+#include "gpulimit/server/limits_policy.h"
 #include "gpulimit/shm/ledger_inspection.h"
 
 namespace gpulimit::server {
@@ -35,6 +38,28 @@ void write_line(int fd, const std::string& text) {
   [[maybe_unused]] const ssize_t written = ::write(fd, text.data(), text.size());
 }
 
+// What the recount gave back, per device, as "GPU-11223344 512M, ...";
+// empty when nothing. Live processes may free memory meanwhile too: the
+// figure is what the tenant's use fell by.
+std::string bytes_given_back(const std::string& path, uid_t owner,
+                             const std::vector<shm::LedgerDeviceUsage>& before) {
+  std::vector<shm::LedgerDeviceUsage> after;
+  std::string error;
+  if (!shm::read_ledger_usage(path, owner, after, error)) return "";
+  std::string given_back;
+  for (const shm::LedgerDeviceUsage& now : after) {
+    for (const shm::LedgerDeviceUsage& then : before) {
+      if (then.uuid != now.uuid || then.used <= now.used) continue;
+      char uuid[16];
+      std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x", now.uuid[0], now.uuid[1], now.uuid[2],
+                    now.uuid[3]);
+      given_back += (given_back.empty() ? "GPU-" : ", GPU-") + std::string(uuid) + " " +
+                    format_size(then.used - now.used);
+    }
+  }
+  return given_back;
+}
+
 // Runs in the child: nothing here returns.
 [[noreturn]] void reap_in_child(const std::string& path, uid_t owner, gid_t group, int message_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -46,8 +71,11 @@ void write_line(int fd, const std::string& text) {
     }
   }
   std::string error;
+  std::vector<shm::LedgerDeviceUsage> before;
+  const bool counted = shm::read_ledger_usage(path, owner, before, error);
   switch (shm::reap_ledger(path, owner, error)) {
     case shm::LedgerReapOutcome::kReaped:
+      if (counted) write_line(message_fd, bytes_given_back(path, owner, before));
       _exit(kExitReaped);
     case shm::LedgerReapOutcome::kBusy:
       write_line(message_fd, error);
@@ -76,9 +104,11 @@ LedgerReaper::~LedgerReaper() {
     forget_child(job);
 }
 
-void LedgerReaper::request(const std::string& path, uid_t owner, gid_t group, TimeNs now) {
+void LedgerReaper::request(const std::string& path, uid_t owner, gid_t group, TimeNs now,
+                           pid_t dead_pid) {
   const auto [found, created] = jobs_.try_emplace(path);
   Job& job = found->second;
+  if (dead_pid > 0) job.dead_pids.push_back(dead_pid);
   if (created) {
     job.owner = owner;
     job.group = group;
@@ -139,6 +169,8 @@ void LedgerReaper::start(const std::string& path, Job& job, TimeNs now) {
     return;
   }
   job.child = child;
+  job.reaping_pids.insert(job.reaping_pids.end(), job.dead_pids.begin(), job.dead_pids.end());
+  job.dead_pids.clear();
   job.message_fd = message[0];
   job.started_at = now;
   job.pidfd = pidfd_open(child);
@@ -188,7 +220,16 @@ void LedgerReaper::finished(const std::string& path) {
   switch (code) {
     case kExitReaped:
       ++reaps_done_;
-      spdlog::debug("ledger {}: dead processes reaped ({:.2f} ms)", path, took_ms);
+      if (!message.empty()) {
+        std::string pids;
+        for (const pid_t pid : job.reaping_pids)
+          pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+        spdlog::info("ledger {}: {} given back after the exit of pid {} ({:.2f} ms)", path, message,
+                     pids.empty() ? std::string("unknown") : pids, took_ms);
+      } else {
+        spdlog::debug("ledger {}: dead processes reaped ({:.2f} ms)", path, took_ms);
+      }
+      job.reaping_pids.clear();
       break;
     case kExitAbsent:
       spdlog::debug("ledger {}: gone; nothing to reap", path);

@@ -18,6 +18,9 @@
 
 #include "gpulimit/server/hello_validation.h"
 #include "gpulimit/server/limits_policy.h"
+#include "gpulimit/server/policy_file.h"
+#include "gpulimit/server/metrics_exposition.h"
+#include "gpulimit/server/process_command.h"
 #include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
 
@@ -77,6 +80,10 @@ Message read_as(const unsigned char* data) {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
+  // First: a policy file with an error stops the server before it serves.
+  Result<LoadedPolicy> policy =
+      load_server_policy(config.policy_path, config.policy_optional, system_lookups());
+  if (!policy) return fail(policy.error());
   Result<std::unique_ptr<EventLoop>> loop = EventLoop::create();
   if (!loop) return fail(loop.error());
   Result<std::unique_ptr<DeadlineTimer>> timer = DeadlineTimer::create();
@@ -84,12 +91,27 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   const auto quantum_us = static_cast<uint32_t>(config.scheduler.quantum_ns / 1000);
   Result<std::unique_ptr<TokenBoard>> board = TokenBoard::create(quantum_us);
   if (!board) return fail(board.error());
+  // Attached before the socket exists: a process that can connect is watched.
+  Result<std::unique_ptr<GpuWatcher>> watcher = open_watcher(config.watcher);
+  if (!watcher) return fail(watcher.error());
   Result<std::unique_ptr<ListeningSocket>> listener =
       ListeningSocket::open(config.socket_path, config.mode, config.own_socket_directory);
   if (!listener) return fail(listener.error());
   std::unique_ptr<Server> server(new Server(config, std::move(*loop), std::move(*listener),
                                             std::move(*board), std::move(*timer)));
   if (Result<void> watched = server->watch_everything(); !watched) return fail(watched.error());
+  if (Result<void> watching = server->start_watching(std::move(*watcher)); !watching)
+    return fail(watching.error());
+  for (const std::string& warning : policy->warnings)
+    spdlog::warn("policy: {}", warning);
+  server->policy_ = policy->policy;
+  if (server->policy_) spdlog::info("policy from {}", config.policy_path);
+  if (config.metrics) {
+    Result<std::unique_ptr<MetricsEndpoint>> metrics = MetricsEndpoint::start(*config.metrics);
+    if (!metrics) return fail(metrics.error());
+    if (Result<void> served = server->serve_metrics(std::move(*metrics)); !served)
+      return fail(served.error());
+  }
   return server;
 }
 
@@ -131,12 +153,17 @@ Result<void> Server::watch_everything() {
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);  // reread the policy file
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal_fd_ = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd_ < 0) return fail(std::string("signalfd: ") + std::strerror(errno));
     watched = loop_->watch(signal_fd_, kReadable, [this](uint32_t) {
       signalfd_siginfo info{};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        if (info.ssi_signo == SIGHUP) {
+          reload_policy();
+          return;
+        }
         stopping_ = true;
         stop_reason_ = std::string(strsignal(static_cast<int>(info.ssi_signo)));
       }
@@ -152,6 +179,64 @@ Result<void> Server::watch_everything() {
   return {};
 }
 
+Result<void> Server::serve_metrics(std::unique_ptr<MetricsEndpoint> endpoint) {
+  metrics_ = std::move(endpoint);
+  Result<EventLoop::WatchId> watched =
+      loop_->watch(metrics_->refresh_fd(), kReadable, [this](uint32_t) {
+        metrics_->acknowledge_refresh();
+        publish_metrics();
+      });
+  if (!watched) return fail(watched.error());
+  metrics_watch_ = *watched;
+  publish_metrics();
+  return {};
+}
+
+void Server::publish_metrics() {
+  metrics_->publish(render_metrics(status_snapshot(EventLoop::now()), GPULIMIT_VERSION));
+}
+
+bool Server::reload_policy() {
+  if (config_.policy_path.empty()) {
+    spdlog::warn("SIGHUP: there is no policy file to read again (gpulimitd --policy PATH names one)");
+    return false;
+  }
+  Result<LoadedPolicy> loaded =
+      load_server_policy(config_.policy_path, config_.policy_optional, system_lookups());
+  if (!loaded) {
+    spdlog::error("policy not reloaded; the one in force stays: {}", loaded.error());
+    return false;
+  }
+  for (const std::string& warning : loaded->warnings)
+    spdlog::warn("policy: {}", warning);
+  policy_ = loaded->policy;
+  if (policy_) {
+    spdlog::info("policy reloaded from {}", config_.policy_path);
+  } else {
+    spdlog::info("no policy file at {}; requests are granted as asked", config_.policy_path);
+  }
+  // Running tenants get their shares again under the new policy; memory
+  // caps stay as their ledgers hold them.
+  const TimeNs now = EventLoop::now();
+  for (const auto& [number, tenant] : registry_.tenants()) {
+    const auto asked = asked_shares_.find(number);
+    if (asked == asked_shares_.end()) continue;
+    std::vector<GpuUuid> uuids;
+    for (const DeviceIndex device : registry_.devices_of(number))
+      uuids.push_back(board_->uuid(device));
+    const ComputeShare share =
+        clamp_share(policy_.get(), identify(tenant.uid, tenant.gid), asked->second, uuids);
+    if (share == tenant.share) continue;
+    spdlog::info("tenant {}: the policy now grants sm {}, weight {}, priority {}", tenant.id,
+                 share.sm_percent ? std::to_string(share.sm_percent) + " %"
+                                  : std::string("uncapped"),
+                 share.weight, priority_name(share.priority));
+    scheduler_.change_share(number, share, now);
+    registry_.set_share(number, share);
+  }
+  return true;
+}
+
 void Server::stop() noexcept {
   const uint64_t one = 1;
   [[maybe_unused]] const ssize_t written = ::write(stop_fd_, &one, sizeof one);
@@ -161,6 +246,7 @@ Result<void> Server::run() {
   spdlog::info("serving on {} ({} mode, quantum {} us, ack timeout {} ms, protocol {})",
                socket_path(), mode_name(config_.mode), config_.scheduler.quantum_ns / 1000,
                config_.scheduler.ack_timeout_ns / kNsPerMs, protocol::kVersion);
+  if (metrics_) spdlog::info("Prometheus metrics on http://{}/metrics", metrics_->address().text());
   after_events();
   while (!stopping_) {
     if (Result<void> ran = loop_->run_once(); !ran) {
@@ -178,6 +264,11 @@ void Server::shut_down() {
   // Every token to 0 and its waiters woken; the connections' close tells
   // each client the server is gone.
   board_->clear_all();
+  // Scrapes end with the server: its threads are joined here.
+  if (metrics_) {
+    loop_->unwatch(metrics_watch_);
+    metrics_.reset();
+  }
   for (auto& [id, connection] : connections_) {
     loop_->unwatch(connection.watch);
     ::close(connection.fd);
@@ -325,11 +416,17 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
     refuse(id, connection, request.error());
     return false;
   }
-  Result<ComputeShare> share = clamp_to_policy(request->share, connection.peer);
-  if (!share) {
-    refuse(id, connection, share.error());
+  std::vector<DeviceMemoryRequest> memory;
+  for (std::size_t i = 0; i < request->uuids.size(); ++i)
+    memory.push_back({request->uuids[i], hello.memory_requested[i], hello.memory_total[i]});
+  const Result<Grant> grant =
+      clamp_to_policy(policy_.get(), identify(connection.peer.uid, connection.peer.gid),
+                      request->share, memory);
+  if (!grant) {
+    refuse(id, connection, grant.error());
     return false;
   }
+  const ComputeShare* share = &grant->share;
 
   protocol::Welcome welcome = protocol::make<protocol::Welcome>();
   std::vector<DeviceIndex> devices;
@@ -343,6 +440,8 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
     devices.push_back(*published);
   }
   welcome.device_count = static_cast<uint32_t>(request->uuids.size());
+  for (std::size_t i = 0; i < grant->memory_cap.size(); ++i)
+    welcome.memory_cap[i] = grant->memory_cap[i];
 
   // The pidfd is opened from the kernel's pid; if that process died and its
   // pid was reused since it connected, its end of the socket is closed.
@@ -364,8 +463,10 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
   joining.devices = devices;
   joining.ledger_path =
       shm::TenantLedger::path_for(request->ledger_dir, connection.peer.uid, request->tenant);
-  if (!registry_.find(connection.peer.uid, request->tenant))
+  if (!registry_.find(connection.peer.uid, request->tenant)) {
     joining.user = user_name(connection.peer.uid);
+    joining.command = process_command(connection.peer.pid);
+  }
   const std::optional<JoinOutcome> joined = registry_.join(joining);
   if (!joined) {
     ::close(pidfd);
@@ -375,22 +476,37 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
   connection.role = Connection::Role::kTenantProcess;
   connection.pidfd = pidfd;
   const pid_t pid = connection.peer.pid;
-  Result<EventLoop::WatchId> watched = loop_->watch(pidfd, kReadable, [this, id](uint32_t) {
-    const auto found = connections_.find(id);
-    if (found == connections_.end()) return;
-    spdlog::debug("{} exited", describe_peer(id));
-    close_connection(id);
-  });
-  if (watched) connection.pidfd_watch = *watched;
+  if (config_.watcher.pidfd_exits) {
+    Result<EventLoop::WatchId> watched = loop_->watch(pidfd, kReadable, [this, id](uint32_t) {
+      const auto found = connections_.find(id);
+      if (found == connections_.end()) return;
+      spdlog::debug("{} exited", describe_peer(id));
+      close_connection(id);
+    });
+    if (watched) connection.pidfd_watch = *watched;
+  }
+  track_tenant_process(pid);
 
   const TenantRecord& tenant = *registry_.tenant(joined->tenant);
   if (joined->new_tenant) {
     scheduler_.add_tenant(tenant.number, tenant.share);
-    spdlog::info("tenant {} (#{}, user {}) joined: sm {}, weight {}, priority {}", tenant.id,
-                 tenant.number, tenant.user,
-                 tenant.share.sm_percent ? std::to_string(tenant.share.sm_percent) + " %"
-                                         : std::string("uncapped"),
-                 tenant.share.weight, priority_name(tenant.share.priority));
+    asked_shares_[tenant.number] = request->share;
+    // Said once per tenant: its first process prints it (the library).
+    if (!grant->notice.empty()) {
+      std::strncpy(welcome.notice, grant->notice.c_str(), sizeof welcome.notice - 1);
+      spdlog::info("tenant {}: {}", tenant.id, grant->notice);
+    }
+    std::string caps;  // "device 0 10G, device 1 uncapped"
+    for (std::size_t i = 0; i < devices.size() && i < grant->memory_cap.size(); ++i)
+      caps += (caps.empty() ? "device " : ", device ") + std::to_string(devices[i]) + " " +
+              (grant->memory_cap[i] ? format_size(grant->memory_cap[i]) : "uncapped");
+    spdlog::info(
+        "tenant {} (#{}, user {}, uid {}, pid {}) joined: memory {}, sm {}, weight {}, priority {}",
+        tenant.id, tenant.number, tenant.user, connection.peer.uid, pid,
+        caps.empty() ? std::string("no device") : caps,
+        tenant.share.sm_percent ? std::to_string(tenant.share.sm_percent) + " %"
+                                : std::string("uncapped"),
+        tenant.share.weight, priority_name(tenant.share.priority));
   } else if (joined->share_differs) {
     spdlog::info(
         "pid {} asked for other limits than tenant {} has (sm {}, weight {}, priority "
@@ -481,6 +597,7 @@ void Server::refuse(ConnectionId id, Connection& connection, const std::string& 
 
 void Server::reply_status(ConnectionId id, Connection& connection) {
   const TimeNs now = EventLoop::now();
+  if (unmanaged_) unmanaged_->forget_gone();
   const StatusSnapshot snapshot = status_snapshot(now);
   std::size_t left_out = 0;
   const std::string body =
@@ -526,6 +643,7 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   const TimeNs now = EventLoop::now();
   std::optional<LeaveOutcome> left = registry_.leave(id);
   if (!left) return;
+  untrack_tenant_process(connection.peer.pid);
   const TenantNumber tenant = left->tenant;
   for (const DeviceIndex device : left->process.devices)
     if (handoffs_.process_left(device, id)) scheduler_.holder_drained(tenant, device, now);
@@ -536,6 +654,7 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   if (left->tenant_gone) {
     left_tenants_[tenant] = left->tenant_id;
     scheduler_.remove_tenant(tenant, now);
+    asked_shares_.erase(tenant);
     spdlog::info("tenant {} (#{}) left: its last process, pid {}, is gone", left->tenant_id, tenant,
                  connection.peer.pid);
   } else {
@@ -550,7 +669,8 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   // pidfd), when the dead process's ledger lock is surely released.
   const pid_t pid = connection.peer.pid;
   if (connection.pidfd < 0) {
-    reaper_.request(left->process.ledger_path, connection.peer.uid, connection.peer.gid, now);
+    reaper_.request(left->process.ledger_path, connection.peer.uid, connection.peer.gid, now,
+                    connection.peer.pid);
     return;
   }
   const auto [found, created] = departed_.try_emplace(pid);
@@ -585,7 +705,7 @@ void Server::process_exited(pid_t pid) {
       std::unique(departed.ledger_paths.begin(), departed.ledger_paths.end()),
       departed.ledger_paths.end());
   for (const std::string& path : departed.ledger_paths)
-    reaper_.request(path, departed.uid, departed.gid, now);
+    reaper_.request(path, departed.uid, departed.gid, now, pid);
 }
 
 // ---------------------------------------------------------------------------
@@ -660,6 +780,7 @@ void Server::after_events() {
   scheduler_.advance(now);
   apply_token_changes(now);
   reaper_.advance(now);
+  unmanaged_->advance(now);
 
   while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
     const ConnectionId id = hello_deadlines_.front().second;
@@ -699,6 +820,7 @@ std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
     if (at) earliest = std::min(earliest.value_or(*at), *at);
   };
   consider(reaper_.next_deadline());
+  consider(unmanaged_->next_deadline());
   if (!hello_deadlines_.empty()) consider(hello_deadlines_.front().first);
   if (accepting_paused_) consider(accepting_resumes_at_);
   if (idle_since_) consider(*idle_since_ + config_.idle_exit_ns);
@@ -713,6 +835,8 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
   status.server.quantum_us = config_.scheduler.quantum_ns / 1000;
   status.server.uptime_s = static_cast<double>(now - started_at_) / 1e9;
   status.server.protocol = protocol::kVersion;
+  if (metrics_) status.server.metrics = metrics_->address().text();
+  status.unmanaged = unmanaged_status();
 
   for (DeviceIndex device = 0; device < board_->device_count(); ++device) {
     BoardDeviceStatus entry;
@@ -730,6 +854,7 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
     entry.number = number;
     entry.uid = tenant.uid;
     entry.user = tenant.user;
+    entry.command = tenant.command;
     entry.share = tenant.share;
     std::string ledger_path;
     for (const ConnectionId id : tenant.processes) {
@@ -750,11 +875,18 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
         if (ledger_device.uuid != figures.uuid) continue;
         figures.memory_used = ledger_device.used;
         figures.memory_cap = ledger_device.cap;
+        figures.oom_denials = ledger_device.oom_denials;
       }
       const DeviceShareFigures shares = scheduler_.figures(number, device, now);
       figures.share_target = shares.share_target;
       figures.share_achieved = shares.share_achieved;
       figures.held_ns = shares.held_ns;
+      const TenantDeviceCounters counters = scheduler_.statistics(number, device, now);
+      figures.wait_ns = counters.wait_ns;
+      figures.grants = counters.grants;
+      figures.revokes = counters.revokes;
+      figures.overruns = counters.overruns;
+      figures.waits = counters.waits;
       entry.devices.push_back(figures);
     }
     status.tenants.push_back(std::move(entry));

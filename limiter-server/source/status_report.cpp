@@ -21,13 +21,19 @@ json tenant_json(const TenantStatus& tenant) {
                        {"memory_cap", optional_number(device.memory_cap)},
                        {"share_target", device.share_target},
                        {"share_achieved", device.share_achieved},
-                       {"held_ns", device.held_ns}});
+                       {"held_ns", device.held_ns},
+                       {"wait_ns", device.wait_ns},
+                       {"grants", device.grants},
+                       {"revokes", device.revokes},
+                       {"overruns", device.overruns},
+                       {"oom_denials", optional_number(device.oom_denials)}});
   return {
       {"tenant", tenant.tenant},
       {"number", tenant.number},
       {"uid", tenant.uid},
       {"user", tenant.user},
       {"pids", tenant.pids},
+      {"command", tenant.command},
       {"sm_percent", tenant.share.sm_percent == 0 ? json(nullptr) : json(tenant.share.sm_percent)},
       {"weight", tenant.share.weight},
       {"priority", priority_name(tenant.share.priority)},
@@ -65,17 +71,28 @@ std::string render_status(const StatusSnapshot& status, std::size_t max_bytes,
                        {"uuid", format_gpu_uuid(device.uuid)},
                        {"holder", device.holder ? json(*device.holder) : json(nullptr)},
                        {"waiting", device.waiting}});
-  json document = {{"server",
-                    {{"pid", status.server.pid},
-                     {"mode", status.server.mode},
-                     {"socket", status.server.socket},
-                     {"quantum_us", status.server.quantum_us},
-                     {"uptime_s", status.server.uptime_s},
-                     {"protocol", status.server.protocol}}},
-                   {"devices", std::move(devices)},
-                   {"tenants", json::array()}};
-  // Invalid UTF-8 cannot reach here (ids and names are checked), but a
-  // replacement character is better than an exception if it ever does.
+  json unmanaged = json::array();
+  for (const UnmanagedStatus& process : status.unmanaged)
+    unmanaged.push_back({{"pid", process.pid},
+                         {"uid", process.uid},
+                         {"user", process.user},
+                         {"command", process.command},
+                         {"device", process.device}});
+  json document = {
+      {"server",
+       {{"pid", status.server.pid},
+        {"mode", status.server.mode},
+        {"socket", status.server.socket},
+        {"quantum_us", status.server.quantum_us},
+        {"uptime_s", status.server.uptime_s},
+        {"protocol", status.server.protocol},
+        {"metrics", status.server.metrics ? json(*status.server.metrics) : json(nullptr)}}},
+      {"devices", std::move(devices)},
+      {"unmanaged", std::move(unmanaged)},
+      {"tenants", json::array()}};
+  // Ids and names are checked, but a command line is whatever bytes the
+  // process ran with (and may be cut inside a character): invalid UTF-8
+  // becomes a replacement character, never an exception.
   const auto dump = [](const json& value) {
     return value.dump(-1, ' ', false, json::error_handler_t::replace);
   };

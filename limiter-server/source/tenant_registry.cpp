@@ -20,6 +20,7 @@ std::optional<JoinOutcome> TenantRegistry::join(const JoiningProcess& joining) {
     record.gid = joining.gid;
     record.id = joining.tenant_id;
     record.user = joining.user;
+    record.command = joining.command;
     record.share = joining.share;
     found = by_key_.emplace(key, record.number).first;
     tenants_.emplace(record.number, std::move(record));
@@ -90,6 +91,11 @@ ProcessRecord* TenantRegistry::process(ConnectionId connection) {
 const ProcessRecord* TenantRegistry::process(ConnectionId connection) const {
   const auto found = processes_.find(connection);
   return found == processes_.end() ? nullptr : &found->second;
+}
+
+void TenantRegistry::set_share(TenantNumber tenant, const ComputeShare& share) {
+  if (const auto found = tenants_.find(tenant); found != tenants_.end())
+    found->second.share = share;
 }
 
 const TenantRecord* TenantRegistry::tenant(TenantNumber tenant) const {

@@ -34,10 +34,36 @@ void TokenScheduler::add_tenant(TenantNumber tenant, const ComputeShare& share) 
   kept.weight = std::max<uint32_t>(1, share.weight);  // a divisor of held time
 }
 
+void TokenScheduler::change_share(TenantNumber tenant, const ComputeShare& share, TimeNs now) {
+  const auto known = tenants_.find(tenant);
+  if (known == tenants_.end()) return;
+  ComputeShare kept = share;
+  kept.weight = std::max<uint32_t>(1, share.weight);
+  known->second = kept;
+  for (auto& [index, device] : devices_) {
+    const auto found = device.seats.find(tenant);
+    if (found == device.seats.end()) continue;
+    charge_holder(device, now);
+    Seat& seat = found->second;
+    const bool holding = device.holder == tenant;
+    if (has_hard_cap(seat.share)) {
+      seat.budget_ns = budget_at(seat, seat.share, now, holding);
+    } else {
+      seat.budget_ns = grant_threshold(kept);  // a new cap opens as a new tenant's does
+    }
+    seat.budget_at = now;
+    seat.share = kept;
+    if (has_hard_cap(kept)) seat.budget_ns = std::min(seat.budget_ns, budget_max(kept));
+    seat.vtime_remainder = 0;  // under a weight's worth of nanoseconds
+    reconsider(index, device, now);
+  }
+}
+
 void TokenScheduler::remove_tenant(TenantNumber tenant, TimeNs now) {
   for (auto& [index, device] : devices_)
     leave_device(tenant, index, now);
   tenants_.erase(tenant);
+  counters_.erase(tenant);
 }
 
 void TokenScheduler::leave_device(TenantNumber tenant, DeviceIndex index, TimeNs now) {
@@ -45,7 +71,10 @@ void TokenScheduler::leave_device(TenantNumber tenant, DeviceIndex index, TimeNs
   if (found == devices_.end()) return;
   Device& device = found->second;
   if (device.holder == tenant) release(index, device, TokenChange::Reason::kHolderLeft, now);
-  device.seats.erase(tenant);
+  if (const auto seat = device.seats.find(tenant); seat != device.seats.end()) {
+    end_wait_unserved(tenant, index, seat->second, now);
+    device.seats.erase(seat);
+  }
   reconsider(index, device, now);
 }
 
@@ -60,9 +89,12 @@ void TokenScheduler::set_wanting(TenantNumber tenant, DeviceIndex index, bool wa
     const bool was_active = device.holder == tenant;  // draining, and wants it again
     seat.wanting = true;
     seat.wanted_order = ++want_counter_;
+    // A draining holder's wait starts when its hold ends (release()).
+    seat.wanting_since = now;
     if (!was_active) lift_vtime(device, tenant);
   } else {
     if (!seat.wanting) return;
+    end_wait_unserved(tenant, index, seat, now);
     seat.wanting = false;
   }
   reconsider(index, device, now);
@@ -134,7 +166,7 @@ DeviceShareFigures TokenScheduler::figures(TenantNumber tenant, DeviceIndex inde
   const Seat& seat = found->second;
   const bool holding = device->holder == tenant;
 
-  figures.held_ns = seat.held_total_ns + (holding ? now - device->granted_at : 0);
+  figures.held_ns = statistics(tenant, index, now).held_ns;
   const TimeNs window_start = now - settings_.share_window_ns;
   TimeNs recent = holding ? overlap(device->granted_at, now, window_start, now) : 0;
   for (const Interval& hold : seat.recent_holds)
@@ -149,6 +181,35 @@ DeviceShareFigures TokenScheduler::figures(TenantNumber tenant, DeviceIndex inde
   for (const ShareTarget& target : share_targets(demands))
     if (target.tenant == tenant) figures.share_target = target.fraction;
   return figures;
+}
+
+TenantDeviceCounters TokenScheduler::statistics(TenantNumber tenant, DeviceIndex index,
+                                                TimeNs now) const {
+  TenantDeviceCounters counters;
+  if (const auto of_tenant = counters_.find(tenant); of_tenant != counters_.end())
+    if (const auto found = of_tenant->second.find(index); found != of_tenant->second.end())
+      counters = found->second;
+  const Device* device = find_device(index);
+  if (!device) return counters;
+  const auto seat = device->seats.find(tenant);
+  if (seat == device->seats.end()) return counters;
+  if (device->holder == tenant) {
+    counters.held_ns += now - device->granted_at;
+  } else if (seat->second.wanting) {
+    counters.wait_ns += now - seat->second.wanting_since;
+  }
+  return counters;
+}
+
+TenantDeviceCounters& TokenScheduler::counters_for(TenantNumber tenant, DeviceIndex device) {
+  return counters_[tenant][device];
+}
+
+void TokenScheduler::end_wait_unserved(TenantNumber tenant, DeviceIndex index, Seat& seat,
+                                       TimeNs now) {
+  const Device& device = devices_.at(index);
+  if (!seat.wanting || device.holder == tenant) return;
+  counters_for(tenant, index).wait_ns += now - seat.wanting_since;
 }
 
 TokenScheduler::Device& TokenScheduler::device_at(DeviceIndex index) {
@@ -274,6 +335,13 @@ void TokenScheduler::grant(DeviceIndex index, Device& device, TenantNumber tenan
     seat.budget_ns = budget_at(seat, share, now, false);
     seat.budget_at = now;
   }
+  TenantDeviceCounters& counters = counters_for(tenant, index);
+  ++counters.grants;
+  if (seat.wanting) {
+    const TimeNs waited = now - seat.wanting_since;
+    counters.wait_ns += waited;
+    counters.waits.observe(waited);
+  }
   seat.wanting = false;
   device.holder = tenant;
   device.revoked = false;
@@ -288,6 +356,7 @@ void TokenScheduler::revoke(DeviceIndex index, Device& device, TokenChange::Reas
                             TimeNs now) {
   device.revoked = true;
   device.revoked_at = now;
+  ++counters_for(device.holder, index).revokes;
   changes_.push_back(TokenChange{TokenChange::Kind::kRevoke, index, device.holder, reason});
 }
 
@@ -296,7 +365,10 @@ void TokenScheduler::release(DeviceIndex index, Device& device, TokenChange::Rea
   charge_holder(device, now);
   Seat& seat = device.seats[device.holder];
   const TimeNs held = now - device.granted_at;
-  seat.held_total_ns += held;
+  TenantDeviceCounters& counters = counters_for(device.holder, index);
+  counters.held_ns += held;
+  if (reason == TokenChange::Reason::kAckTimeout) ++counters.overruns;
+  if (seat.wanting) seat.wanting_since = now;  // wanted it again while draining
   seat.recent_holds.push_back(Interval{device.granted_at, now});
   while (!seat.recent_holds.empty() &&
          seat.recent_holds.front().end < now - settings_.share_window_ns)

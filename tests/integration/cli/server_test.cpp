@@ -24,6 +24,7 @@
 
 #include "cli_process.h"
 #include "gpulimit/protocol/channel.h"
+#include "gpulimit/protocol/messages.h"
 #include "workload_process.h"
 
 namespace integration {
@@ -424,7 +425,7 @@ TEST_F(RealGpulimitd, StartsOnDemandAndAnswersStatus) {
   servers_.push_back(server.at("pid").get<pid_t>());
   EXPECT_EQ(server.at("mode"), "user");
   EXPECT_EQ(server.at("socket"), socket_);
-  EXPECT_EQ(server.at("protocol"), 1);
+  EXPECT_EQ(server.at("protocol"), gpulimit::protocol::kVersion);
   EXPECT_TRUE(status.at("devices").is_array());
   EXPECT_TRUE(status.at("tenants").is_array());
 

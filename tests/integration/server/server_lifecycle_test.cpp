@@ -183,8 +183,9 @@ TEST(ServerLifecycle, StatusFollowsTheSchema) {
   EXPECT_EQ(s["socket"], server.socket());
   EXPECT_EQ(s["quantum_us"], 15'000);
   EXPECT_TRUE(s["uptime_s"].is_number_float());
-  EXPECT_EQ(s["protocol"], 1);
-  EXPECT_EQ(s.size(), 6u);
+  EXPECT_EQ(s["protocol"], gpulimit::protocol::kVersion);
+  EXPECT_TRUE(s["metrics"].is_null()) << "per-user: no metrics unless asked";
+  EXPECT_EQ(s.size(), 7u);
 
   const auto& devices = (*status)["devices"];
   ASSERT_EQ(devices.size(), 2u);
@@ -207,7 +208,8 @@ TEST(ServerLifecycle, StatusFollowsTheSchema) {
   EXPECT_TRUE(t["sm_percent"].is_null());
   EXPECT_EQ(t["weight"], 3);
   EXPECT_EQ(t["priority"], "high");
-  EXPECT_EQ(t.size(), 9u);
+  EXPECT_TRUE(t["command"].is_string());
+  EXPECT_EQ(t.size(), 10u);
   ASSERT_EQ(t["devices"].size(), 1u);
   const auto& d = t["devices"][0];
   EXPECT_EQ(d["uuid"], "GPU-11223344-5566-7788-99aa-bbccddeeff00");
@@ -216,7 +218,12 @@ TEST(ServerLifecycle, StatusFollowsTheSchema) {
   EXPECT_DOUBLE_EQ(d["share_target"].get<double>(), 1.0) << "high priority takes it all";
   EXPECT_GT(d["share_achieved"].get<double>(), 0.5);
   EXPECT_GT(d["held_ns"].get<int64_t>(), 0);
-  EXPECT_EQ(d.size(), 6u);
+  EXPECT_EQ(d["grants"], 1);
+  EXPECT_EQ(d["revokes"], 0);
+  EXPECT_EQ(d["overruns"], 0);
+  EXPECT_TRUE(d["wait_ns"].is_number_integer());
+  EXPECT_EQ(d["oom_denials"], 0);
+  EXPECT_EQ(d.size(), 11u);
 
   const auto& c = tenants[1];
   EXPECT_EQ(c["tenant"], "capped");
@@ -225,6 +232,7 @@ TEST(ServerLifecycle, StatusFollowsTheSchema) {
   ASSERT_EQ(c["devices"].size(), 2u);
   EXPECT_TRUE(c["devices"][0]["memory_used"].is_null()) << "no ledger entry: no memory cap";
   EXPECT_TRUE(c["devices"][0]["memory_cap"].is_null());
+  EXPECT_TRUE(c["devices"][0]["oom_denials"].is_null());
   EXPECT_DOUBLE_EQ(c["devices"][0]["share_target"].get<double>(), 0.0);
   EXPECT_EQ(c["devices"][1]["held_ns"], 0);
 }

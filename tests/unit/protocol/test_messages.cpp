@@ -115,6 +115,30 @@ TEST_F(Channel, PassesADescriptor) {
   ::close(pipe_ends[0]);
 }
 
+TEST_F(Channel, AWelcomeCarriesTheGrantedMemoryCapsAndTheNotice) {
+  auto welcome = make<Welcome>();
+  welcome.device_count = 2;
+  welcome.memory_cap[1] = uint64_t{20} << 30;
+  std::strncpy(welcome.notice, "the policy lowers --sm 80 to 50", sizeof welcome.notice - 1);
+  ASSERT_TRUE(send_message(ends_[0], &welcome, sizeof welcome));
+
+  Welcome got{};
+  ASSERT_EQ(receive_message(ends_[1], &got, sizeof got, nullptr), ssize_t{sizeof got});
+
+  EXPECT_EQ(check(&got, sizeof got), Problem::kNone);
+  EXPECT_EQ(got.memory_cap[0], 0u);
+  EXPECT_EQ(got.memory_cap[1], uint64_t{20} << 30);
+  EXPECT_STREQ(got.notice, "the policy lowers --sm 80 to 50");
+}
+
+TEST(ProtocolCheck, AClientOfTheFirstVersionWithoutMemoryFieldsIsOfAnotherVersion) {
+  auto sut = make<Hello>();
+  sut.header.version = 1;
+
+  EXPECT_EQ(check(&sut, sizeof sut), Problem::kOtherVersion);
+  EXPECT_GE(kVersion, 2);
+}
+
 TEST_F(Channel, ADescriptorNobodyAskedForIsClosed) {
   int pipe_ends[2];
   ASSERT_EQ(::pipe(pipe_ends), 0);

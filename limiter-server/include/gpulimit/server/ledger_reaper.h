@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpulimit/server/event_loop.h"
 #include "gpulimit/server/scheduling_types.h"
@@ -42,8 +43,10 @@ class LedgerReaper {
   LedgerReaper& operator=(const LedgerReaper&) = delete;
 
   // Reaps the ledger at `path`, owned by `owner` (group `group`), as soon as
-  // it can.
-  void request(const std::string& path, uid_t owner, gid_t group, TimeNs now);
+  // it can. `dead_pid`, when known, is the process whose exit asked for it:
+  // the log line of what the reap gave back names it.
+  void request(const std::string& path, uid_t owner, gid_t group, TimeNs now,
+               pid_t dead_pid = 0);
   // Starts the reaps that are due, kills children past their time.
   void advance(TimeNs now);
   std::optional<TimeNs> next_deadline() const;
@@ -63,6 +66,8 @@ class LedgerReaper {
     int message_fd = -1;  // the child's one-line error, if any
     EventLoop::WatchId watch = 0;
     TimeNs started_at = 0;
+    std::vector<pid_t> dead_pids;     // whose exits asked for the next reap
+    std::vector<pid_t> reaping_pids;  // whose exits the running reap is for
   };
 
   void start(const std::string& path, Job& job, TimeNs now);

@@ -6,7 +6,12 @@
 //     child inherited the connection; a closed connection counts as an exit,
 //   - a timerfd armed for the next deadline (quantum ends, ack timeouts, cap
 //     budgets, ledger reap retries, Hello timeouts, idle exit),
-//   - a signalfd (SIGTERM, SIGINT) and an eventfd for stop().
+//   - a signalfd (SIGTERM, SIGINT; SIGHUP rereads the policy file) and an
+//     eventfd for stop(),
+//   - with --metrics-address, the eventfd by which a Prometheus scrape asks
+//     for a fresh exposition (metrics_endpoint.h).
+//   - the BPF watcher's ring buffer (tenant exits, unmanaged opens of GPU
+//     nodes) and the driver cross-check's eventfd (watcher_events.cpp).
 // The policy is TokenScheduler's; this file turns messages into its events
 // and its decisions into board writes.
 #pragma once
@@ -17,22 +22,28 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "gpulimit/protocol/channel.h"
 #include "gpulimit/protocol/messages.h"
+#include "gpulimit/server/driver_nvml.h"
 #include "gpulimit/server/event_loop.h"
 #include "gpulimit/server/handoff_tracker.h"
 #include "gpulimit/server/ledger_reaper.h"
 #include "gpulimit/server/listening_socket.h"
+#include "gpulimit/server/metrics_endpoint.h"
+#include "gpulimit/server/policy.h"
 #include "gpulimit/server/result.h"
 #include "gpulimit/server/server_config.h"
 #include "gpulimit/server/status_report.h"
 #include "gpulimit/server/tenant_registry.h"
 #include "gpulimit/server/token_board.h"
 #include "gpulimit/server/token_scheduler.h"
+#include "gpulimit/server/watcher.h"
+#include "gpulimit/server/watcher_unmanaged.h"
 
 namespace gpulimit::server {
 
@@ -40,6 +51,10 @@ namespace gpulimit::server {
 inline constexpr TimeNs kHelloTimeoutNs = 5'000 * kNsPerMs;
 // Messages read from one connection before others get a turn.
 inline constexpr int kMessagesPerTurn = 16;
+
+// The BPF watcher as `config` asks: null when off, or unavailable in auto
+// mode (said once); a failure only for --watch=on (watcher_events.cpp).
+Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config);
 
 class Server {
  public:
@@ -57,6 +72,18 @@ class Server {
   void stop() noexcept;
 
   const std::string& socket_path() const { return listener_->path(); }
+
+  // Rereads the policy file (SIGHUP): a good one applies to new tenants and
+  // to the shares of running ones; one with an error is refused, logged with
+  // its file:line:column, and the policy in force stays. False then.
+  bool reload_policy();
+
+  // For the metrics, since the server started: GPU processes seen running
+  // without gpulimit (watcher_unmanaged.h), times a tenant's memory drifted
+  // from the driver's account, tenant exits the BPF watcher reported first.
+  uint64_t unmanaged_processes_seen() const;
+  uint64_t driver_drifts_seen() const { return drifts_seen_; }
+  uint64_t exits_seen_by_watcher() const { return exits_from_watcher_; }
 
  private:
   struct Connection {
@@ -82,6 +109,17 @@ class Server {
          std::unique_ptr<ListeningSocket> listener, std::unique_ptr<TokenBoard> board,
          std::unique_ptr<DeadlineTimer> timer);
   Result<void> watch_everything();
+  // Serves `endpoint`'s scrapes from the loop (metrics_endpoint.h).
+  Result<void> serve_metrics(std::unique_ptr<MetricsEndpoint> endpoint);
+  void publish_metrics();
+
+  // The BPF watcher and the driver cross-check (watcher_events.cpp).
+  Result<void> start_watching(std::unique_ptr<GpuWatcher> watcher);
+  void watch_event(const WatchEvent& event);
+  void track_tenant_process(pid_t pid);
+  void untrack_tenant_process(pid_t pid);
+  void driver_sample_ready();
+  std::vector<UnmanagedStatus> unmanaged_status() const;
 
   // Connections.
   void accept_connections();
@@ -120,8 +158,14 @@ class Server {
   std::unique_ptr<DeadlineTimer> timer_;
   TokenScheduler scheduler_;
   TenantRegistry registry_;
+  // The policy in force (null: none) and what each tenant asked for before
+  // it, so that a reload can grant it again.
+  std::shared_ptr<const Policy> policy_;
+  std::unordered_map<TenantNumber, ComputeShare> asked_shares_;
   HandoffTracker handoffs_;
   LedgerReaper reaper_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // null: no metrics
+  EventLoop::WatchId metrics_watch_ = 0;
 
   int stop_fd_ = -1;
   int signal_fd_ = -1;
@@ -141,6 +185,17 @@ class Server {
   std::vector<unsigned char> buffer_;
   TimeNs started_at_ = 0;
   std::optional<TimeNs> idle_since_;
+
+  std::unique_ptr<GpuWatcher> watcher_;      // null: no BPF watcher
+  std::unique_ptr<DriverSampler> driver_;    // null: no driver cross-check
+  std::unique_ptr<UnmanagedProcesses> unmanaged_;
+  std::string driver_error_;                 // the last one logged
+  // (tenant, GPU) pairs drifting from, or over their cap by, the driver's
+  // account: said when they start.
+  std::set<std::pair<std::string, std::string>> drifting_;
+  std::set<std::pair<std::string, std::string>> over_cap_;
+  uint64_t drifts_seen_ = 0;
+  uint64_t exits_from_watcher_ = 0;
 };
 
 }  // namespace gpulimit::server

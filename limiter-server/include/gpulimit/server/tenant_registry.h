@@ -29,8 +29,9 @@ struct TenantRecord {
   uid_t uid = 0;
   gid_t gid = 0;  // of the process that created the tenant
   std::string id;
-  std::string user;    // uid's login name, or the uid as text
-  ComputeShare share;  // granted to the tenant's first process; kept for all
+  std::string user;     // uid's login name, or the uid as text
+  std::string command;  // its first process's command line (process_command.h)
+  ComputeShare share;   // granted to the tenant's first process; kept for all
   std::set<ConnectionId> processes;
 };
 
@@ -52,6 +53,7 @@ struct JoiningProcess {
   gid_t gid = 0;
   std::string tenant_id;
   std::string user;
+  std::string command;  // kept only when the process creates its tenant
   ComputeShare share;
   std::vector<DeviceIndex> devices;
   std::string ledger_path;
@@ -83,6 +85,8 @@ class TenantRegistry {
   // first. nullopt when tenant numbers ran out (after 2^31 - 1 tenants).
   std::optional<JoinOutcome> join(const JoiningProcess& process);
   std::optional<LeaveOutcome> leave(ConnectionId connection);
+  // A policy reload changed the tenant's share.
+  void set_share(TenantNumber tenant, const ComputeShare& share);
 
   // The number of the tenant (uid, id), if it has processes.
   std::optional<TenantNumber> find(uid_t uid, const std::string& id) const;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "gpulimit/server/scheduling_types.h"
+#include "gpulimit/server/tenant_statistics.h"
 
 namespace gpulimit::server {
 
@@ -53,8 +54,9 @@ inline constexpr TimeNs kDefaultQuantumNs = 20 * kNsPerMs;
 TimeNs default_ack_timeout(TimeNs quantum_ns);
 // The hard cap's bucket holds P % of this much GPU time.
 inline constexpr TimeNs kDefaultCapWindowNs = 100 * kNsPerMs;
-// share_achieved is measured over this much recent time.
-inline constexpr TimeNs kDefaultShareWindowNs = 5'000 * kNsPerMs;
+// share_achieved is measured over this much recent time: long enough to span
+// many quanta of several tenants, short enough to follow a change of load.
+inline constexpr TimeNs kDefaultShareWindowNs = 10'000 * kNsPerMs;
 
 struct SchedulerSettings {
   TimeNs quantum_ns = kDefaultQuantumNs;
@@ -103,6 +105,10 @@ class TokenScheduler {
 
   // A tenant and its policy, before it wants anything.
   void add_tenant(TenantNumber tenant, const ComputeShare& share);
+  // The tenant's share changes (a policy reload): time held so far is
+  // charged under the old share, from `now` on under the new one; a hard
+  // cap's bank is kept, but never above the new cap's.
+  void change_share(TenantNumber tenant, const ComputeShare& share, TimeNs now);
   // The tenant is gone: released wherever it holds a token.
   void remove_tenant(TenantNumber tenant, TimeNs now);
   // The tenant has no process left that uses `device`: released if it holds
@@ -131,6 +137,10 @@ class TokenScheduler {
   // Tenants other than the holder that want the device.
   uint32_t waiting(DeviceIndex device) const;
   DeviceShareFigures figures(TenantNumber tenant, DeviceIndex device, TimeNs now) const;
+  // What the tenant went through on the device as of `now` (running hold and
+  // wait included); zeros for a tenant that never wanted it. Kept while the
+  // tenant lives, even when its processes leave the device and come back.
+  TenantDeviceCounters statistics(TenantNumber tenant, DeviceIndex device, TimeNs now) const;
 
  private:
   struct Interval {
@@ -142,11 +152,11 @@ class TokenScheduler {
     ComputeShare share;  // the tenant's, copied: read on every decision
     bool wanting = false;
     uint64_t wanted_order = 0;  // first come, first served among equals
+    TimeNs wanting_since = 0;   // while wanting: since when, not holding the token
     int64_t vtime = 0;          // ns held / weight
     int64_t vtime_remainder = 0;
-    int64_t budget_ns = 0;  // hard cap only; negative: debt
-    TimeNs budget_at = 0;   // budget_ns is as of this time
-    TimeNs held_total_ns = 0;
+    int64_t budget_ns = 0;              // hard cap only; negative: debt
+    TimeNs budget_at = 0;               // budget_ns is as of this time
     std::deque<Interval> recent_holds;  // ended holds within the share window
     TimeNs seated_at = 0;
   };
@@ -165,6 +175,9 @@ class TokenScheduler {
   const Device* find_device(DeviceIndex device) const;
   const ComputeShare& share_of(TenantNumber tenant) const;
   Seat& seat_for(Device& device, TenantNumber tenant, TimeNs now);
+  TenantDeviceCounters& counters_for(TenantNumber tenant, DeviceIndex device);
+  // A wait that ends without a grant: counted in wait_ns, not in the histogram.
+  void end_wait_unserved(TenantNumber tenant, DeviceIndex device, Seat& seat, TimeNs now);
 
   // Hard cap.
   int64_t budget_max(const ComputeShare& share) const;
@@ -191,6 +204,7 @@ class TokenScheduler {
   SchedulerSettings settings_;
   std::map<TenantNumber, ComputeShare> tenants_;
   std::map<DeviceIndex, Device> devices_;
+  std::map<TenantNumber, std::map<DeviceIndex, TenantDeviceCounters>> counters_;
   uint64_t want_counter_ = 0;
   std::vector<TokenChange> changes_;
 };

@@ -30,8 +30,9 @@
 namespace gpulimit::protocol {
 
 inline constexpr uint32_t kMagic = 0x6d6c'7067;  // "gplm" on the wire
-// Raise with every change to a message below.
-inline constexpr uint16_t kVersion = 1;
+// Raise with every change to a message below. 2: memory in Hello and
+// Welcome (the caps the policy grants), the policy's notice in Welcome.
+inline constexpr uint16_t kVersion = 2;
 
 // The largest packet either side sends (StatusReply); a bigger one is cut
 // off by the kernel and rejected as truncated.
@@ -69,6 +70,11 @@ struct Hello {
   char ledger_dir[256];   // where the tenant's memory ledger lies, absolute
   uint32_t device_count;  // entries of `uuids`: the GPUs the process sees
   unsigned char uuids[shm::kBoardDevices][16];
+  // For each of `uuids`: the memory cap the process asks for there, in
+  // bytes (0: none), and the device's size as its driver reports it (what
+  // a policy's percentages are of; 0: unknown).
+  uint64_t memory_requested[shm::kBoardDevices];
+  uint64_t memory_total[shm::kBoardDevices];
 };
 inline constexpr uint32_t kMaxWeight = 1000;
 
@@ -80,6 +86,13 @@ struct Welcome {
   uint32_t device_count;   // as in Hello
   // For each of Hello's uuids, in order: its index in BoardLayout::devices.
   uint32_t board_device[shm::kBoardDevices];
+  // For each of Hello's uuids: the memory cap granted there, in bytes (0:
+  // none). The process caps the device at the smaller of this and its own.
+  uint64_t memory_cap[shm::kBoardDevices];
+  // What the policy lowered, in one line for the user ("the policy lowers
+  // --sm 80 to 50"), NUL-terminated; empty when nothing was, and in the
+  // Welcome of every process but the tenant's first.
+  char notice[256];
 };
 
 // The server's answer to a Hello it will not serve; the connection closes.
