@@ -31,14 +31,15 @@ class Connection {
 
 }  // namespace
 
-bool request_status(const std::string& socket, std::string& json, std::string& error) {
+bool request_status(const std::string& socket, std::string& json, std::string& error,
+                    std::chrono::seconds timeout) {
   const Connection connection(protocol::connect_to(socket, error));
   if (connection.fd() < 0) return false;
   const std::string server = "gpulimitd at " + socket;
 
-  timeval timeout{};
-  timeout.tv_sec = kStatusReplyTimeout.count();
-  setsockopt(connection.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  timeval receive_timeout{};
+  receive_timeout.tv_sec = timeout.count();
+  setsockopt(connection.fd(), SOL_SOCKET, SO_RCVTIMEO, &receive_timeout, sizeof receive_timeout);
 
   const auto request = protocol::make<protocol::StatusRequest>();
   if (!protocol::send_message(connection.fd(), &request, sizeof request)) {
@@ -50,8 +51,7 @@ bool request_status(const std::string& socket, std::string& json, std::string& e
       protocol::receive_message(connection.fd(), buffer.data(), buffer.size(), nullptr);
   if (got < 0) {
     error = errno == EAGAIN || errno == EWOULDBLOCK
-                ? server + " did not answer within " + std::to_string(kStatusReplyTimeout.count()) +
-                      " s"
+                ? server + " did not answer within " + std::to_string(timeout.count()) + " s"
                 : server + ": " + std::strerror(errno);
     return false;
   }

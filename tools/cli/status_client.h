@@ -9,8 +9,10 @@ namespace gpulimit::cli {
 // How long gpulimit waits for the reply: a server that takes longer is stuck.
 inline constexpr std::chrono::seconds kStatusReplyTimeout{5};
 
-// Asks the gpulimitd at `socket` for its status. True with `json` set to the
-// body of its StatusReply; false with `error` set to one line.
-bool request_status(const std::string& socket, std::string& json, std::string& error);
+// Asks the gpulimitd at `socket` for its status, waiting at most `timeout`
+// for the reply. True with `json` set to the body of its StatusReply; false
+// with `error` set to one line.
+bool request_status(const std::string& socket, std::string& json, std::string& error,
+                    std::chrono::seconds timeout = kStatusReplyTimeout);
 
 }  // namespace gpulimit::cli

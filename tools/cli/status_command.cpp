@@ -20,8 +20,9 @@ int fail(int status, const std::string& message) {
   return status;
 }
 
-// GPULIMIT_SOCKET as the caller set it: only the socket matters here, not
-// the limits the other variables give.
+}  // namespace
+
+// Only the socket matters here, not the limits the other variables give.
 bool caller_socket(char* const* envp, std::string& socket, std::string& error) {
   const std::string_view name = options::option(options::OptionId::kSocket).variable;
   for (char* const* entry = envp; entry && *entry; ++entry) {
@@ -41,8 +42,6 @@ bool caller_socket(char* const* envp, std::string& socket, std::string& error) {
   }
   return true;
 }
-
-}  // namespace
 
 int show_status(char* const* envp, bool json) {
   std::string error;
