@@ -21,6 +21,8 @@ SYNOPSIS
              [--weight WEIGHT] [--priority PRIORITY] [--no-server]
              [--] COMMAND [ARGUMENT...]
     gpulimit status [--json]
+    gpulimit top [--interval SECONDS] [--batch] [--iterations N]
+    gpulimit preload enable|disable|status
     gpulimit --help | --version
 
 DESCRIPTION
@@ -83,6 +85,43 @@ COMMANDS
         get and has had. --json prints the server's answer, a JSON object,
         as it is.
 
+    top [--interval SECONDS] [--batch] [--iterations N]
+        A live view of the same server, refreshed every SECONDS (default
+        1, from 0.1 to 3600). Per device, a row per tenant: its user,
+        process ids, memory used and cap with a bar (all '!' past the
+        cap), its share of the device's time over the last 10 s and the
+        share it is to get, the time it has spent waiting for its turn, the
+        allocations refused at its cap (OOM), and its command; "-" where the
+        server does not say. Keys: m, s, w, u and o sort by memory, share,
+        wait, user and OOM; q quits. Columns that do not fit the terminal
+        are shortened, then left out, and the view follows a resized
+        terminal. The terminal is put back as it was on q, Ctrl-C,
+        SIGTERM, SIGHUP and errors. A server that is not there, or goes
+        away, shows as "no server" and is asked again at each refresh;
+        none is started. --batch prints plain text frames, a blank line
+        between them, with no terminal needed and no escape sequences;
+        lines are cut to COLUMNS if set, else to the terminal's width on a
+        terminal, else to 512. --iterations N exits after N frames;
+        without it top runs until quit or interrupted.
+
+    preload enable|disable|status
+        Whether every program started on the machine preloads
+        libgpulimit.so, the one gpulimit would give a job, through
+        /etc/ld.so.preload; then a job needs no gpulimit to be counted, and
+        takes its limits from its environment. Opt-in, and enable and
+        disable are for root only. enable first checks the library: a
+        regular ELF shared object for this machine, owned by root, in
+        directories only root can write to, and /bin/true started with it
+        preloaded must exit 0 and print nothing. It then writes the file
+        anew beside the old one and renames it into place, the library's
+        line first and every other entry as it was; nothing is written when
+        the library is listed already, and another copy of libgpulimit.so
+        listed is refused. disable removes the lines of libgpulimit.so and
+        nothing else, even when the library is gone. status says which
+        libgpulimit.so the file lists. On any failure the file is left as
+        it was and one line says why. Exit status: 0 done or nothing to do,
+        1 refused or failed, 2 a malformed command line.
+
 OPTIONS
 )";
 
@@ -108,6 +147,10 @@ EXIT STATUS
     127    COMMAND was not found
     gpulimit status: 0 once shown, 1 when no gpulimitd runs or it does not
     answer, 2 for a malformed command line or GPULIMIT_SOCKET.
+    gpulimit top: 0 on q or once N frames are shown, 1 when the last frame
+    of --batch had no server's status or the terminal went away, 2 for a
+    malformed command line or GPULIMIT_SOCKET, or no terminal for the
+    view.
 
 ENVIRONMENT
     gpulimit sets these for COMMAND, and libgpulimit.so reads them in every
@@ -144,9 +187,16 @@ constexpr std::string_view kOtherVariables = R"(
         gpulimit puts libgpulimit.so first and keeps the other entries, less
         any other copy of libgpulimit.so.
 
+    GPULIMIT_PRELOAD_FILE=PATH
+        For testing: the file gpulimit preload edits instead of
+        /etc/ld.so.preload.
+
 FILES
     /run/gpulimit/gpulimitd.sock
         The system server's socket.
+
+    /etc/ld.so.preload
+        What every program preloads; gpulimit preload edits it.
 
     $XDG_RUNTIME_DIR/gpulimit/, /tmp/gpulimit-<uid>/
         The user's own server: gpulimitd.sock and gpulimitd.log. The
@@ -177,6 +227,9 @@ EXAMPLES
 
     gpulimit status
         Who holds which device, who waits, and the share each job gets.
+
+    gpulimit top --batch --iterations 1
+        The same as one frame of the live view, in plain text.
 )";
 
 // What a value of each kind is: the grammar of gpulimit/options/values.h.

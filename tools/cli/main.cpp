@@ -1,7 +1,7 @@
 // gpulimit: runs a command as a new tenant under GPU limits. Everything is
 // checked before anything runs; then gpulimit finds (or starts) the
 // gpulimitd that time-slices the GPU, and becomes the command.
-// `gpulimit status` shows what that server knows.
+// `gpulimit status` and `gpulimit top` show what that server knows.
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,11 +18,13 @@
 #include "help_text.h"
 #include "interposer_library.h"
 #include "job_environment.h"
+#include "preload_command.h"
 #include "run_command.h"
 #include "server_choice.h"
 #include "stale_ledgers.h"
 #include "status_command.h"
 #include "tenant_id.h"
+#include "top_command.h"
 
 extern char** environ;
 
@@ -70,6 +72,14 @@ bool choose_job_server(gpulimit::options::Limits& limits, const std::string& ask
 int main(int argc, char** argv) {
   namespace cli = gpulimit::cli;
   namespace options = gpulimit::options;
+
+  // `gpulimit preload ...` edits /etc/ld.so.preload, and shares nothing
+  // with running a job.
+  if (argc >= 2 && std::string_view(argv[1]) == "preload")
+    return cli::run_preload_command(std::vector<std::string_view>(argv + 2, argv + argc));
+  // `gpulimit top ...`: the live view of what the server knows.
+  if (argc >= 2 && std::string_view(argv[1]) == "top")
+    return cli::run_top(std::vector<std::string_view>(argv + 2, argv + argc), environ);
 
   cli::Invocation invocation;
   std::string error;
