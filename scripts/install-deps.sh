@@ -26,6 +26,9 @@ packages=(
   bpftool          # vmlinux.h and the BPF skeleton, at build time
   libelf-dev       # libbpf's dependency
   libtomlplusplus-dev  # TOML: gpulimitd's policy file
+  help2man         # gpulimitd(8), made from gpulimitd --help at build time
+  dpkg-dev         # dpkg-shlibdeps: the .deb's Depends (cpack)
+  file             # cpack's DEB generator finds the ELF files to give dpkg-shlibdeps
 )
 
 missing=()
