@@ -29,6 +29,11 @@ packages=(
   help2man         # gpulimitd(8), made from gpulimitd --help at build time
   dpkg-dev         # dpkg-shlibdeps: the .deb's Depends (cpack)
   file             # cpack's DEB generator finds the ELF files to give dpkg-shlibdeps
+  libslurm-dev     # <slurm/spank.h>: the Slurm plugin, tools/slurm
+  slurm-wlm        # srun, sbatch, scancel: the Slurm test (tests/integration/slurm)
+  slurmd
+  slurmctld
+  munge            # Slurm's authentication, started by the Slurm test
 )
 
 missing=()
