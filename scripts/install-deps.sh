@@ -26,6 +26,7 @@ packages=(
   bpftool          # vmlinux.h and the BPF skeleton, at build time
   libelf-dev       # libbpf's dependency
   libtomlplusplus-dev  # TOML: gpulimitd's policy file
+  python3          # the GPU suite's scripts (tests/gpu), run on the simulator by ctest -L gpusuite
   help2man         # gpulimitd(8), made from gpulimitd --help at build time
   dpkg-dev         # dpkg-shlibdeps: the .deb's Depends (cpack)
   file             # cpack's DEB generator finds the ELF files to give dpkg-shlibdeps
