@@ -16,6 +16,7 @@
 #include "gate_connection.h"
 #include "gate_session.h"
 #include "gpulimit/options/limits.h"
+#include "gpulimit/protocol/priority.h"
 #include "launch_gate.h"
 #include "launching_threads.h"
 #include "real_driver.h"
@@ -82,18 +83,6 @@ std::string asked_limits(const options::ComputeLimits& compute) {
   return text;
 }
 
-protocol::Priority to_protocol(options::Priority priority) {
-  switch (priority) {
-    case options::Priority::kLow:
-      return protocol::Priority::kLow;
-    case options::Priority::kHigh:
-      return protocol::Priority::kHigh;
-    case options::Priority::kNormal:
-      break;
-  }
-  return protocol::Priority::kNormal;
-}
-
 void copy_text(char* out, size_t capacity, const std::string& text) {
   if (text.size() < capacity) std::memcpy(out, text.data(), text.size());
 }
@@ -140,7 +129,7 @@ const Config* make_config(const options::Limits& limits) {
   copy_text(hello.ledger_dir, sizeof hello.ledger_dir, limits.ledger_dir);
   hello.sm_percent = limits.compute.sm_percent;
   hello.weight = limits.compute.weight;
-  hello.priority = to_protocol(limits.compute.priority);
+  hello.priority = protocol::to_protocol(limits.compute.priority);
   list_devices(hello, limits.memory);
   return made;
 }

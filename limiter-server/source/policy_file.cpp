@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "gpulimit/options/values.h"
+#include "gpulimit/protocol/priority.h"
 #include "gpulimit/server/limits_policy.h"
 
 namespace gpulimit::server {
@@ -48,18 +49,6 @@ std::string shown(const toml::node& node) {
     node.visit([&out](const auto& value) { out << value; });
   }
   return out.str();
-}
-
-protocol::Priority to_protocol(options::Priority priority) {
-  switch (priority) {
-    case options::Priority::kLow:
-      return protocol::Priority::kLow;
-    case options::Priority::kHigh:
-      return protocol::Priority::kHigh;
-    case options::Priority::kNormal:
-      break;
-  }
-  return protocol::Priority::kNormal;
 }
 
 std::string amount_text(const options::Amount& amount) {
@@ -246,7 +235,7 @@ class PolicyReader {
     if (!text || !options::parse_priority(text->get(), out, reason))
       error(value.source(),
             name + " " + shown(value) + ": not a priority (\"high\", \"normal\" or \"low\")");
-    return to_protocol(out);
+    return protocol::to_protocol(out);
   }
   UnmanagedAction unmanaged(const toml::node& value) {
     const auto* text = value.as_string();
