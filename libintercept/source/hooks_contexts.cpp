@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "accounting.h"
+#include "launch_gate.h"
 #include "nvml_subset.h"
 
 using namespace gpulimit;
@@ -214,7 +215,7 @@ int capped_device(Tenant* tenant, CUdevice dev) {
 }
 
 template <typename Create>
-CUresult create_context(CUcontext* pctx, CUdevice dev, Create&& create) {
+CUresult create_charged_context(CUcontext* pctx, CUdevice dev, Create&& create) {
   Tenant* tenant = Tenant::limited();
   if (!tenant && Tenant::refused()) return CUDA_ERROR_NOT_INITIALIZED;
   const int device = pctx ? capped_device(tenant, dev) : -1;
@@ -238,6 +239,14 @@ CUresult create_context(CUcontext* pctx, CUdevice dev, Create&& create) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   return CUDA_SUCCESS;
+}
+
+// Creates a context, charged under a cap, and tells the launch gate of it.
+template <typename Create>
+CUresult create_context(CUcontext* pctx, CUdevice dev, Create&& create) {
+  const CUresult result = create_charged_context(pctx, dev, create);
+  if (result == CUDA_SUCCESS && pctx) gate::note_context(dev, *pctx);
+  return result;
 }
 
 template <typename Destroy>
@@ -323,7 +332,11 @@ GPULIMIT_EXPORT CUresult cuCtxDestroy(CUcontext ctx) {
   return destroy_context(ctx, [&] { return real(ctx); });
 }
 
-GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+namespace {
+
+// Retains `dev`'s primary context, charging it under a cap when this retain
+// creates it.
+CUresult retain_primary(CUcontext* pctx, CUdevice dev) {
   auto real = real_function(real::cuDevicePrimaryCtxRetain);
   if (!real) return CUDA_ERROR_NOT_FOUND;
   Tenant* tenant = Tenant::limited();
@@ -344,6 +357,14 @@ GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
       },
       &charge);
   if (result == CUDA_SUCCESS) primary_charges[dev] = charge;
+  return result;
+}
+
+}  // namespace
+
+GPULIMIT_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  const CUresult result = retain_primary(pctx, dev);
+  if (result == CUDA_SUCCESS && pctx) gate::note_context(dev, *pctx);
   return result;
 }
 

@@ -53,6 +53,13 @@ int launch_device(const GateView& view) {
 
 }  // namespace
 
+void note_context(int ordinal, CUcontext context) noexcept {
+  // Views and their sessions are never freed: safe outside a launch.
+  const GateView* view = current_view.load(std::memory_order_acquire);
+  if (!view || !view->session || !context) return;
+  view->session->record_context(view->single_device >= 0 ? view->single_device : ordinal, context);
+}
+
 CUresult launch_slow_path(LaunchSlot* slot, uint64_t inside, CUstream stream, StreamMode mode,
                           LaunchCall call, void* launch) noexcept {
   if (!slot) {

@@ -134,4 +134,10 @@ template <typename Fn, typename... Args>
 // server configured, attaches (once per process; again in a forked child).
 void attach_after_init() noexcept;
 
+// Called by the context hooks when the process creates or retains a
+// context on CUDA device `ordinal`: the drain thread then waits for it at
+// each revoke even if its first launch takes the fast path (a thread of a
+// process that sees one device does not look up its context there).
+void note_context(int ordinal, CUcontext context) noexcept;
+
 }  // namespace gpulimit::gate

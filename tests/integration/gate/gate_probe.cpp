@@ -11,6 +11,9 @@
 //   launch PATH NS COUNT      COUNT launches of an NS-long kernel through
 //                             PATH: kernel, kernel_ex, cooperative or graph,
 //                             each optionally suffixed _ptsz; "launched CODE T"
+//   context                   a context of its own on the current device
+//                             (cuCtxCreate), made current, the spin kernel
+//                             loaded in it; "context CODE"
 //   sync                      cuCtxSynchronize; "synced CODE T"
 //   begin-capture             cuStreamBeginCapture (global mode) on the stream
 //   end-capture NS            a launch into the capture, then
@@ -34,6 +37,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -83,6 +87,23 @@ CUresult open_device(int ordinal) {
   }
   current = &d;
   return cuCtxSetCurrent(d.context);
+}
+
+// Contexts of cuCtxCreate, beside the primary contexts of `devices`.
+std::vector<std::unique_ptr<Device>> created;
+
+CUresult create_context() {
+  CUdevice device = 0;
+  if (CUresult r = cuCtxGetDevice(&device); r != CUDA_SUCCESS) return r;
+  auto d = std::make_unique<Device>();
+  if (CUresult r = cuCtxCreate(&d->context, nullptr, 0, device); r != CUDA_SUCCESS) return r;
+  if (CUresult r = cuModuleLoadData(&d->module, kPtx); r != CUDA_SUCCESS) return r;
+  if (CUresult r = cuModuleGetFunction(&d->function, d->module, "spin"); r != CUDA_SUCCESS)
+    return r;
+  if (CUresult r = cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS) return r;
+  current = d.get();
+  created.push_back(std::move(d));
+  return CUDA_SUCCESS;
 }
 
 CUresult launch_once(const std::string& path, uint64_t ns) {
@@ -193,6 +214,8 @@ int main() {
       for (uint64_t i = 0; i < count && r == CUDA_SUCCESS; ++i)
         r = launch_once(path, ns);
       answer("launched " + std::to_string(r) + " " + std::to_string(now_ns()));
+    } else if (command == "context") {
+      answer("context " + std::to_string(create_context()));
     } else if (command == "sync") {
       const CUresult r = cuCtxSynchronize();
       answer("synced " + std::to_string(r) + " " + std::to_string(now_ns()));

@@ -193,6 +193,29 @@ TEST_F(LaunchGate, AcknowledgesARevokeOnlyOnceItsQueuedKernelsHaveFinished) {
   EXPECT_EQ(count(probe->pid(), Type::kAck), 1u);
 }
 
+// A context the process creates while it holds the token, and first
+// launches into on the fast path (which does not look up the context in a
+// process that sees one device): the drain waits for it all the same.
+TEST_F(LaunchGate, DrainsAContextFirstLaunchedIntoWhileHoldingTheToken) {
+  StandInServer& server = start_server();
+  server.grant(0, 1);
+  auto probe = attached_probe();
+  ASSERT_TRUE(probe->ask("launch kernel 1000000 1"));  // the primary context's first launch
+  ASSERT_EQ(probe->ask("context").value_or("none"), "context 0") << probe->stderr_text();
+  // 200 ms of kernels queued in the new context, returned at once.
+  ASSERT_TRUE(probe->ask("launch kernel 20000000 10"));
+
+  server.revoke(0);
+  const auto ack = server.wait_for(from(probe->pid(), Type::kAck), kSoon);
+  ASSERT_TRUE(ack);
+  ASSERT_TRUE(probe->ask("sync"));
+
+  const auto kernels = traced_kernels(probe->pid());
+  ASSERT_EQ(kernels.size(), 11u);
+  for (size_t i = 1; i < kernels.size(); ++i)
+    EXPECT_LE(kernels[i].end_ns, ack->at_ns) << "kernel " << i << " ran past the Ack";
+}
+
 // A launch that passed the gate but is still inside the driver when the
 // revoke comes (the simulator holds each launch 200 ms before it queues
 // anything): the Ack waits for it to leave the driver and for its kernel.
