@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "gpulimit/protocol/channel.h"
 #include "gpulimit/trace/analysis.h"
 #include "gpulimit/trace/parse.h"
+#include "server_listening.h"
 #include "simulated_machine.h"
 #include "workload_process.h"
 
@@ -69,16 +69,8 @@ class TimeSlicing : public testing::Test {
     ASSERT_TRUE(server_->started());
     // Wait for the server to listen: a condition, not a timing assumption.
     std::string error;
-    for (auto deadline = std::chrono::steady_clock::now() + 20s;;) {
-      const int fd = gpulimit::protocol::connect_to(socket_path(), error);
-      if (fd >= 0) {
-        ::close(fd);
-        break;
-      }
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-          << "gpulimitd never listened: " << error;
-      std::this_thread::sleep_for(10ms);
-    }
+    ASSERT_TRUE(gpulimit::testing::wait_until_listening(socket_path(), 20s, error))
+        << "gpulimitd never listened: " << error;
   }
 
   std::string socket_path() const { return sockets_.path() + "/gpulimitd.sock"; }
