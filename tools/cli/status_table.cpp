@@ -176,6 +176,18 @@ std::string tenants_table(const json& tenants, const json& devices) {
   return table.render();
 }
 
+// Processes using a GPU without gpulimit, as the server's watcher saw them
+// (absent from servers that have no watcher).
+std::string unmanaged_table(const json& unmanaged) {
+  TextTable table;
+  table.add({"UNMANAGED PID", "USER", "COMMAND", "DEVICE"});
+  for (const json& process : unmanaged)
+    table.add({std::to_string(process.at("pid").get<int64_t>()),
+               process.at("user").get<std::string>(), process.at("command").get<std::string>(),
+               process.at("device").get<std::string>()});
+  return table.render();
+}
+
 }  // namespace
 
 std::string format_bytes(uint64_t bytes) {
@@ -201,6 +213,10 @@ bool render_status_table(std::string_view json_text, std::string& out, std::stri
       throw std::invalid_argument("devices and tenants must be lists");
     if (!devices.empty()) text += "\n" + devices_table(devices);
     text += tenants.empty() ? "\nno tenants\n" : "\n" + tenants_table(tenants, devices);
+    if (const auto unmanaged = status.find("unmanaged"); unmanaged != status.end()) {
+      if (!unmanaged->is_array()) throw std::invalid_argument("unmanaged must be a list");
+      if (!unmanaged->empty()) text += "\n" + unmanaged_table(*unmanaged);
+    }
     out = std::move(text);
     return true;
   } catch (const json::exception& failure) {

@@ -11,6 +11,8 @@
 //                 "devices": [{"uuid": "GPU-...", "memory_used": N|null,
 //                              "memory_cap": N|null, "share_target": X,
 //                              "share_achieved": X, "held_ns": N}]}]}
+//    "unmanaged": [{"pid": N, "uid": N, "user": "name", "command": "...",
+//                   "device": "/dev/nvidia0"|"GPU-..."}]}   (optional)
 // Shares are fractions of the device's time, 0 to 1.
 #pragma once
 
@@ -23,7 +25,8 @@ namespace gpulimit::cli {
 // The server's line, then a table of devices (who holds each, how many
 // wait), then one of tenants with a row per device they use: memory used
 // and capped in binary units, target and achieved share of GPU time in
-// percent. False with `error` set to one line when `json` is not of the
+// percent; then the processes using a GPU without gpulimit, if the server
+// saw any. False with `error` set to one line when `json` is not of the
 // schema above.
 bool render_status_table(std::string_view json, std::string& out, std::string& error);
 

@@ -94,6 +94,26 @@ TEST(StatusTable, AServerWithoutTenants) {
       "no tenants\n");
 }
 
+TEST(StatusTable, ProcessesUsingAGpuWithoutGpulimitFollowTheTenants) {
+  EXPECT_EQ(
+      render(R"({"server": {"pid": 7, "mode": "system", "socket": "/run/gpulimit/gpulimitd.sock",
+                            "quantum_us": 2500, "uptime_s": 59.9, "protocol": 2},
+                 "devices": [], "tenants": [],
+                 "unmanaged": [{"pid": 31337, "uid": 1002, "user": "carol",
+                                "command": "python3", "device": "/dev/nvidia0"}]})"),
+      "gpulimitd 7, system mode, up 59s, quantum 2.5 ms, socket "
+      "/run/gpulimit/gpulimitd.sock\n"
+      "\n"
+      "no tenants\n"
+      "\n"
+      "UNMANAGED PID  USER   COMMAND  DEVICE\n"
+      "31337          carol  python3  /dev/nvidia0\n");
+  EXPECT_NE(render_error(R"({"server": {"pid": 7, "mode": "system", "socket": "s",
+                                        "quantum_us": 2500, "uptime_s": 1, "protocol": 2},
+                             "devices": [], "tenants": [], "unmanaged": [{"pid": 1}]})"),
+            "");
+}
+
 TEST(StatusTable, UptimeAndQuantumInTheirLargestUnits) {
   const auto server_line = [](const std::string& uptime, const std::string& quantum) {
     const std::string text = render(R"({"server": {"pid": 1, "mode": "user", "socket": "/s",
