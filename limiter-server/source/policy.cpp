@@ -57,27 +57,11 @@ EffectiveLimits entry_limits(const PolicyEntry& entry, const GpuUuid* uuid, uint
   return limits;
 }
 
-// Each setting `into` lacks, taken from `from`.
-void fill_from(EffectiveLimits& into, const EffectiveLimits& from) {
-  const auto fill = [](auto& mine, const auto& theirs) {
-    if (!mine) mine = theirs;
-  };
-  fill(into.memory, from.memory);
-  fill(into.max_memory, from.max_memory);
-  fill(into.sm, from.sm);
-  fill(into.max_sm, from.max_sm);
-  fill(into.weight, from.weight);
-  fill(into.max_weight, from.max_weight);
-  fill(into.priority, from.priority);
-  fill(into.max_priority, from.max_priority);
-}
-
-// Several groups: each setting, the stricter of those that set it.
-void tighten(EffectiveLimits& into, const EffectiveLimits& from) {
-  const auto merge = [](auto& mine, const auto& theirs) {
-    if (!theirs) return;
-    mine = mine ? stricter(*mine, *theirs) : *theirs;
-  };
+// Calls `merge(mine, theirs)` for each setting of `into` with the same
+// setting of `from`: the one list of EffectiveLimits' fields that the ways
+// of combining two entries share.
+template <typename Merge>
+void each_setting(EffectiveLimits& into, const EffectiveLimits& from, Merge&& merge) {
   merge(into.memory, from.memory);
   merge(into.max_memory, from.max_memory);
   merge(into.sm, from.sm);
@@ -86,6 +70,21 @@ void tighten(EffectiveLimits& into, const EffectiveLimits& from) {
   merge(into.max_weight, from.max_weight);
   merge(into.priority, from.priority);
   merge(into.max_priority, from.max_priority);
+}
+
+// Each setting `into` lacks, taken from `from`.
+void fill_from(EffectiveLimits& into, const EffectiveLimits& from) {
+  each_setting(into, from, [](auto& mine, const auto& theirs) {
+    if (!mine) mine = theirs;
+  });
+}
+
+// Several groups: each setting, the stricter of those that set it.
+void tighten(EffectiveLimits& into, const EffectiveLimits& from) {
+  each_setting(into, from, [](auto& mine, const auto& theirs) {
+    if (!theirs) return;
+    mine = mine ? stricter(*mine, *theirs) : *theirs;
+  });
 }
 
 // The entries of the groups `who` is in, each once.
