@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gpulimit/testing/child_process.h"
+
 extern char** environ;
 
 namespace gate_test {
@@ -63,8 +65,7 @@ ProbeProcess::ProbeProcess(const std::vector<std::string>& argv, const Environme
 ProbeProcess::~ProbeProcess() {
   if (to_child_ >= 0) close(to_child_);
   if (!reaped_ && wait(std::chrono::seconds(1)) < 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    gpulimit::testing::kill_and_reap(pid_);
   }
   close(from_child_);
 }
@@ -102,16 +103,10 @@ std::optional<std::string> ProbeProcess::ask(const std::string& line,
 }
 
 int ProbeProcess::wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return -1;
-    usleep(10'000);
-  }
+  const int status =
+      gpulimit::testing::reap_by(pid_, std::chrono::steady_clock::now() + timeout);
+  if (status >= 0) reaped_ = true;
+  return status;
 }
 
 std::string ProbeProcess::stderr_text() const {

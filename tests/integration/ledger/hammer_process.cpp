@@ -10,6 +10,7 @@
 #include <charconv>
 #include <thread>
 
+#include "gpulimit/testing/child_process.h"
 #include "gpulimit/testing/pipe_io.h"
 
 namespace ledger_test {
@@ -81,10 +82,7 @@ std::string HammerProcess::ask(std::string_view command, std::string_view answer
 
 void HammerProcess::kill_now() {
   if (pid_ <= 0 || reaped_) return;
-  kill(pid_, SIGKILL);
-  int status;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  gpulimit::testing::kill_and_reap(pid_);
   reaped_ = true;
 }
 
@@ -109,15 +107,10 @@ void HammerProcess::resume() {
 
 int HammerProcess::exit_now(std::chrono::milliseconds timeout) {
   send("exit");
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    int status;
-    const pid_t changed = waitpid(pid_, &status, WNOHANG);
-    if (changed == pid_) {
-      reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int status = gpulimit::testing::reap_by(pid_, Clock::now() + timeout);
+  if (status >= 0) {
+    reaped_ = true;
+    return status;
   }
   kill_now();
   return -1;

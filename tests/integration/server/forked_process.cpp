@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/child_process.h"
 #include "gpulimit/testing/pipe_io.h"
 
 namespace server_test {
@@ -82,26 +83,15 @@ std::string ForkedProcess::expect(std::string_view prefix, std::chrono::millisec
 
 void ForkedProcess::kill_now() {
   if (pid_ <= 0 || reaped_) return;
-  kill(pid_, SIGKILL);
-  int status;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  gpulimit::testing::kill_and_reap(pid_);
   reaped_ = true;
 }
 
 int ForkedProcess::wait_for_exit(std::chrono::milliseconds timeout) {
   if (pid_ <= 0 || reaped_) return -1;
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    int status;
-    const pid_t done = waitpid(pid_, &status, WNOHANG);
-    if (done == pid_) {
-      reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return -1;
+  const int status = gpulimit::testing::reap_by(pid_, Clock::now() + timeout);
+  if (status >= 0) reaped_ = true;
+  return status;
 }
 
 }  // namespace server_test

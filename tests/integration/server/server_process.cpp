@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gpulimit/testing/child_process.h"
 #include "gpulimit/protocol/channel.h"
 
 namespace server_test {
@@ -39,18 +40,6 @@ pid_t spawn(const std::vector<std::string>& args, int stderr_fd) {
   return pid;
 }
 
-// The exit status of `pid`, or -1 when it has not ended by `deadline`.
-int wait_until(pid_t pid, Clock::time_point deadline) {
-  for (;;) {
-    int status;
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (done < 0 && errno != EINTR) return -1;
-    if (Clock::now() >= deadline) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
 }  // namespace
 
 ServerProcess::ServerProcess(const std::string& dir, const std::vector<std::string>& options)
@@ -64,12 +53,7 @@ ServerProcess::ServerProcess(const std::string& dir, const std::vector<std::stri
 }
 
 ServerProcess::~ServerProcess() {
-  if (pid_ > 0 && !reaped_) {
-    kill(pid_, SIGKILL);
-    int status;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  if (pid_ > 0 && !reaped_) gpulimit::testing::kill_and_reap(pid_);
 }
 
 bool ServerProcess::wait_until_serving(std::chrono::milliseconds timeout) {
@@ -99,7 +83,7 @@ int ServerProcess::stop(std::chrono::milliseconds timeout) {
 
 int ServerProcess::wait_for_exit(std::chrono::milliseconds timeout) {
   if (reaped_) return -1;
-  const int status = wait_until(pid_, Clock::now() + timeout);
+  const int status = gpulimit::testing::reap_by(pid_, Clock::now() + timeout);
   if (status >= 0) reaped_ = true;
   return status;
 }
@@ -141,7 +125,7 @@ pid_t spawn_program(const std::vector<std::string>& args,
 }
 
 int wait_for_program(pid_t pid, std::chrono::milliseconds timeout) {
-  const int status = wait_until(pid, Clock::now() + timeout);
+  const int status = gpulimit::testing::reap_by(pid, Clock::now() + timeout);
   if (status < 0) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
@@ -168,7 +152,7 @@ CommandOutcome run_gpulimitd(const std::vector<std::string>& args,
     outcome.stderr_text.append(chunk, static_cast<size_t>(got));
   }
   close(err[0]);
-  outcome.status = wait_until(pid, Clock::now() + timeout);
+  outcome.status = gpulimit::testing::reap_by(pid, Clock::now() + timeout);
   if (outcome.status < 0) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
