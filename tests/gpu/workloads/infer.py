@@ -15,22 +15,12 @@ import time
 import torch
 from torch import nn
 
+from barrier import wait_for_parties
+
 
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def wait_for_parties(directory, name, parties, timeout_s):
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "%s.%d" % (name, os.getpid())), "w"):
-        pass
-    deadline = time.monotonic() + timeout_s
-    while len(os.listdir(directory)) < parties:
-        if time.monotonic() > deadline:
-            raise SystemExit("barrier: %d of %d parties after %.0f s" % (
-                len(os.listdir(directory)), parties, timeout_s))
-        time.sleep(0.005)
 
 
 def main():

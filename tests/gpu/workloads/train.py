@@ -26,6 +26,8 @@ import time
 import torch
 from torch import nn
 
+from barrier import wait_for_parties
+
 
 def parse_args():
     parser = argparse.ArgumentParser(description="PyTorch training loop for the GPU suite")
@@ -58,19 +60,6 @@ class Model(nn.Module):
 
     def forward(self, tokens):
         return self.head(self.encoder(self.embed(tokens)))
-
-
-def wait_for_parties(directory, name, parties, timeout_s):
-    """A barrier between processes: each leaves a file, then waits for all."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "%s.%d" % (name, os.getpid())), "w"):
-        pass
-    deadline = time.monotonic() + timeout_s
-    while len(os.listdir(directory)) < parties:
-        if time.monotonic() > deadline:
-            raise SystemExit("barrier: %d of %d parties after %.0f s" % (
-                len(os.listdir(directory)), parties, timeout_s))
-        time.sleep(0.005)
 
 
 def main():
