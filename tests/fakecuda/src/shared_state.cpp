@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <string>
 
 namespace fakecuda {
 namespace {
@@ -44,6 +45,32 @@ bool locked_by_other(int fd, uint32_t first, uint32_t count) {
   struct flock lock = byte_range(F_WRLCK, kLockBase + first, count);
   if (retry_fcntl(fd, F_OFD_GETLK, &lock) < 0) return true;  // unknown: assume alive
   return lock.l_type != F_UNLCK;
+}
+
+// Opens the state file at `path`, creating it if absent. The simulated GPU
+// is shared by every user, as a real one is, so the file must be 0666 from
+// the moment anyone can open it: created with O_CREAT it would carry the
+// creator's umask until a fchmod, and a process of another user opening it
+// in between would be refused. It is made under a temporary name, given its
+// mode, then linked into place; whoever links first wins, the others open
+// theirs. -1 with errno on failure.
+int open_shared_file(const std::string& path) {
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0 || errno != ENOENT) return fd;
+    std::string temporary = path + ".XXXXXX";
+    const int made = mkostemp(temporary.data(), O_CLOEXEC);
+    if (made < 0) return -1;
+    const bool linked = fchmod(made, 0666) == 0 && link(temporary.c_str(), path.c_str()) == 0;
+    const int link_error = errno;
+    unlink(temporary.c_str());
+    if (linked) return made;
+    ::close(made);
+    if (link_error != EEXIST) {
+      errno = link_error;
+      return -1;
+    }
+  }
 }
 
 }  // namespace
@@ -80,12 +107,11 @@ uint64_t now_ns() {
 
 SharedState* SharedState::open(const std::string& path, const MachineConfig& wanted,
                                std::string& error) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  int fd = open_shared_file(path);
   if (fd < 0) {
     error = "cannot open " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  fchmod(fd, 0666);  // the simulated GPU is shared by every user, as a real one is
   int r;
   do {
     r = flock(fd, LOCK_EX);
