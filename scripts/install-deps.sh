@@ -27,6 +27,7 @@ packages=(
   libelf-dev       # libbpf's dependency
   libtomlplusplus-dev  # TOML: gpulimitd's policy file
   python3          # the GPU suite's scripts (tests/gpu), run on the simulator by ctest -L gpusuite
+  python3-venv     # the project's venv with PyTorch (tests/pytorch), made below
   help2man         # gpulimitd(8), made from gpulimitd --help at build time
   dpkg-dev         # dpkg-shlibdeps: the .deb's Depends (cpack)
   file             # cpack's DEB generator finds the ELF files to give dpkg-shlibdeps
@@ -53,6 +54,32 @@ else
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# PyTorch (a CUDA build from PyPI, several GB with its nvidia-* wheels) in
+# the project's venv (scripts/pytorch-venv.sh names it). The venv remembers
+# the hash of the requirements it was made from: an unchanged file leaves it
+# alone, a changed pin is installed into it.
+venv=$(scripts/pytorch-venv.sh)
+wanted=$(sha256sum tests/pytorch/requirements.txt | cut -d' ' -f1)
+if [[ -x $venv/bin/python && $(cat "$venv/.requirements" 2>/dev/null) == "$wanted" ]]; then
+  echo "install-deps: PyTorch venv present ($venv)"
+else
+  echo "install-deps: installing tests/pytorch/requirements.txt into $venv" \
+       "(downloads several GB the first time)"
+  mkdir -p "$(dirname "$venv")"
+  if ! { { [[ -x $venv/bin/python ]] || /usr/bin/python3 -m venv "$venv"; } &&
+         "$venv/bin/python" -m pip install --quiet --progress-bar off \
+           -r tests/pytorch/requirements.txt &&
+         "$venv/bin/python" -c 'import torch, pytest; assert torch.version.cuda, "not a CUDA build"'
+       } >"$venv.log" 2>&1; then
+    tail -n 20 "$venv.log" >&2
+    echo "install-deps: error: PyTorch could not be installed into $venv (log: $venv.log);" \
+         "the PyTorch tests need it" >&2
+    exit 1
+  fi
+  echo "$wanted" >"$venv/.requirements"
+  echo "install-deps: PyTorch venv ready: torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
 fi
 
 if [[ ! -x /usr/local/cuda/bin/nvcc || ! -f /usr/local/cuda/include/cuda.h ]]; then
