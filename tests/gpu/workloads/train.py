@@ -1,5 +1,5 @@
 """A PyTorch training loop on synthetic data: a small transformer encoder,
-SGD, bf16 autocast. Prints one JSON line.
+SGD, bf16 autocast (--precision fp32: none). Prints one JSON line.
 
 Two ways to run:
   --steps N     time N steps after the warm-up (overhead figures): steps/s
@@ -40,6 +40,9 @@ def parse_args():
     parser.add_argument("--width", type=int, default=512)
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--graph", action="store_true")
+    parser.add_argument("--precision", choices=["bf16", "fp32"], default="bf16",
+                        help="bf16: the forward pass under torch.autocast to bfloat16; "
+                             "fp32: no autocast")
     parser.add_argument("--barrier", default="")
     parser.add_argument("--parties", type=int, default=1)
     parser.add_argument("--barrier-timeout-s", type=float, default=120.0)
@@ -77,7 +80,8 @@ def main():
 
     def step():
         # No autocast cache: a cache kept across a graph capture is invalid.
-        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False,
+                            enabled=args.precision == "bf16"):
             loss = loss_fn(model(tokens).view(-1, vocab), targets.view(-1))
         loss.backward()
         optimizer.step()
@@ -114,7 +118,7 @@ def main():
         wait_for_parties(args.barrier, args.name, args.parties, args.barrier_timeout_s)
 
     result = {"workload": "train", "name": args.name, "pid": os.getpid(),
-              "graph": args.graph, "batch": args.batch, "seq": args.seq, "width": args.width,
+              "graph": args.graph, "precision": args.precision, "batch": args.batch, "seq": args.seq, "width": args.width,
               "layers": args.layers, "warmup_steps": args.warmup,
               "torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
     if args.steps:
