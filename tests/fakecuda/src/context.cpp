@@ -25,17 +25,37 @@ uint64_t next_context_id = 1;
 
 }  // namespace
 
+CUctx_st* new_primary_handle(CUdevice ordinal) {
+  Driver& d = Driver::get();
+  auto* ctx = new CUctx_st{};
+  ctx->magic = kContextMagic;
+  ctx->ordinal = ordinal;
+  ctx->physical = d.device(ordinal).physical;
+  ctx->primary = true;
+  ctx->storage = std::make_unique<ContextStorage>();
+  return ctx;
+}
+
+bool is_primary_handle(const CUctx_st* ctx) {
+  const auto& handles = Driver::get().primary_handle;
+  return ctx && std::find(handles.begin(), handles.end(), ctx) != handles.end();
+}
+
 CUresult create_context_locked(CUdevice ordinal, unsigned flags, bool primary, CUctx_st** out) {
   Driver& d = Driver::get();
   const VisibleDevice& dev = d.device(ordinal);
   if (!d.shared().charge(dev.physical, dev.config->context_mem)) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto* ctx = new CUctx_st{};
+  CUctx_st* ctx = primary ? d.primary_handle[static_cast<size_t>(ordinal)] : new CUctx_st{};
   ctx->magic = kContextMagic;
   ctx->ordinal = ordinal;
   ctx->physical = dev.physical;
   ctx->primary = primary;
   ctx->flags = flags;
-  ctx->id = next_context_id++;
+  ctx->heap_bytes = 0;
+  ctx->id = next_context_id++;  // a reset primary context is a new context
+  ctx->next_seq = 0;
+  ctx->streams.clear();
+  if (!ctx->storage) ctx->storage = std::make_unique<ContextStorage>();
   set_default_limits(ctx);
   d.live.insert(ctx);
   d.contexts.push_back(ctx);
@@ -45,8 +65,32 @@ CUresult create_context_locked(CUdevice ordinal, unsigned flags, bool primary, C
   return CUDA_SUCCESS;
 }
 
-void destroy_context(std::unique_lock<std::mutex>& lock, CUctx_st* ctx) {
+void run_storage_destructors(std::unique_lock<std::mutex>& lock, CUctx_st* ctx) {
+  std::vector<ContextStorage::Pending> pending = ctx->storage->take_all();
+  if (pending.empty()) return;
+  lock.unlock();
+  for (const ContextStorage::Pending& p : pending)
+    p.destructor(ctx, p.key, p.value);
+  lock.lock();
+}
+
+bool destroy_context(std::unique_lock<std::mutex>& lock, CUctx_st* ctx) {
+  run_storage_destructors(lock, ctx);
+  if (!live_context(ctx)) return false;
   Driver::get().executor().wait_context_idle(lock, ctx);
+  release_context_locked(ctx);
+  return true;
+}
+
+void deactivate_primary(std::unique_lock<std::mutex>& lock, size_t ordinal, bool force) {
+  Driver& d = Driver::get();
+  CUctx_st* ctx = d.primary[ordinal];
+  run_storage_destructors(lock, ctx);
+  if (d.primary[ordinal] != ctx) return;  // another reset finished it meanwhile
+  if (!force && d.primary_refs[ordinal] > 0) return;
+  d.primary[ordinal] = nullptr;
+  d.primary_refs[ordinal] = 0;
+  d.executor().wait_context_idle(lock, ctx);
   release_context_locked(ctx);
 }
 
@@ -120,6 +164,13 @@ void release_context_locked(CUctx_st* ctx) {
   d.live.erase(ctx);
   auto& stack = context_stack();
   stack.erase(std::remove(stack.begin(), stack.end(), ctx), stack.end());
+  if (ctx->primary) {
+    // The object stays for the next retain, which waits for this moment.
+    ctx->streams.clear();
+    ctx->legacy_stream = nullptr;
+    d.progress.notify_all();
+    return;
+  }
   delete ctx;
 }
 
@@ -230,7 +281,9 @@ FAKECUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   }
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
-  FAKECUDA_REQUIRE(live_context(ctx), CUDA_ERROR_INVALID_CONTEXT);
+  // A primary context may be made current before it is retained (the CUDA
+  // runtime does so); calls that need it active fail until then.
+  FAKECUDA_REQUIRE(live_context(ctx) || is_primary_handle(ctx), CUDA_ERROR_INVALID_CONTEXT);
   if (stack.empty())
     stack.push_back(ctx);
   else
@@ -342,8 +395,11 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
   FAKECUDA_REQUIRE(pctx, CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
   FAKECUDA_REQUIRE(d.valid_device(dev), CUDA_ERROR_INVALID_DEVICE);
-  std::lock_guard<std::mutex> guard(d.mu);
+  std::unique_lock<std::mutex> lock(d.mu);
   CUctx_st*& ctx = d.primary[static_cast<size_t>(dev)];
+  // A reset or last release still tearing the object down finishes first.
+  CUctx_st* handle = d.primary_handle[static_cast<size_t>(dev)];
+  d.progress.wait(lock, [&] { return ctx || !d.live.count(handle); });
   if (!ctx) {
     if (CUresult r =
             create_context_locked(dev, d.primary_flags[static_cast<size_t>(dev)], true, &ctx);
@@ -362,12 +418,8 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   std::unique_lock<std::mutex> lock(d.mu);
   const size_t i = static_cast<size_t>(dev);
   FAKECUDA_REQUIRE(d.primary[i] && d.primary_refs[i] > 0, CUDA_ERROR_INVALID_CONTEXT);
-  if (--d.primary_refs[i] == 0) {
-    // The last release resets the primary context: its memory is freed.
-    CUctx_st* ctx = d.primary[i];
-    d.primary[i] = nullptr;
-    destroy_context(lock, ctx);
-  }
+  // The last release resets the primary context: its memory is freed.
+  if (--d.primary_refs[i] == 0) deactivate_primary(lock, i, false);
   return CUDA_SUCCESS;
 }
 FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
@@ -380,10 +432,9 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   FAKECUDA_REQUIRE(d.valid_device(dev), CUDA_ERROR_INVALID_DEVICE);
   std::unique_lock<std::mutex> lock(d.mu);
   const size_t i = static_cast<size_t>(dev);
-  if (CUctx_st* ctx = d.primary[i]) {
-    d.primary[i] = nullptr;
+  if (d.primary[i]) {
     d.primary_refs[i] = 0;
-    destroy_context(lock, ctx);
+    deactivate_primary(lock, i, true);
   }
   return CUDA_SUCCESS;
 }

@@ -80,7 +80,8 @@ class Driver {
   std::unordered_set<const void*> live;
   std::vector<CUctx_st*> contexts;              // live contexts, for the executor
   std::map<uintptr_t, Allocation> allocations;  // by base address
-  std::vector<CUctx_st*> primary;               // per ordinal, null until first retained
+  std::vector<CUctx_st*> primary;               // per ordinal, the active primary context or null
+  std::vector<CUctx_st*> primary_handle;        // per ordinal, the primary context's object
   std::vector<int> primary_refs;
   std::vector<unsigned> primary_flags;
   std::vector<CUmemPoolHandle_st*> default_pool;  // per ordinal
@@ -101,6 +102,12 @@ class Driver {
   Tracer* tracer_ = nullptr;
   std::vector<VisibleDevice> visible_;
 };
+
+// FAKECUDA_DEBUG=1 (read once, and usable before cuInit): the simulator says
+// on stderr what it was asked for and does not have (lookups answered NULL,
+// private tables and slots not simulated), which is how to find what a
+// library needs of the driver.
+bool debug_enabled();
 
 // Thread-local stack of current contexts (cuCtxPushCurrent/PopCurrent).
 std::vector<CUctx_st*>& context_stack();

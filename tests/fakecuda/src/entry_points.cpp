@@ -6,6 +6,7 @@
 // which variant a version means.
 #include <cudaTypedefs.h>
 
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -71,7 +72,12 @@ CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_
     *status = best    ? CU_GET_PROC_ADDRESS_SUCCESS
               : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                       : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (best) *pfn = best->fn;
+  if (best)
+    *pfn = best->fn;
+  else if (debug_enabled())
+    std::fprintf(stderr, "fakecuda: cuGetProcAddress(\"%s\", %d, %s) -> NULL (%s)\n", symbol,
+                 version, per_thread ? "per-thread" : "legacy",
+                 known ? "version too old" : "unknown name");
   return CUDA_SUCCESS;
 }
 
@@ -86,25 +92,4 @@ FAKECUDA_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int
 FAKECUDA_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
                                           cuuint64_t flags) {
   return get_proc_address(symbol, pfn, cudaVersion, flags, nullptr);
-}
-
-// The private tables of the real driver (used by cudart, cuBLAS, cuDNN) do not
-// exist here. One table is known, so that tests can check an interposer hands
-// the call through untouched: the UUID below answers with kTestExportTable.
-namespace {
-constexpr unsigned char kTestTableId[16] = {'f', 'a', 'k', 'e', 'c', 'u', 'd', 'a',
-                                            '-', 't', 'e', 's', 't', '-', '0', '1'};
-const void* const kTestExportTable[] = {reinterpret_cast<const void*>(sizeof(void*) * 2),
-                                        reinterpret_cast<const void*>(&cuGetProcAddress_v2)};
-}  // namespace
-
-FAKECUDA_EXPORT CUresult cuGetExportTable(const void** ppExportTable,
-                                          const CUuuid* pExportTableId) {
-  FAKECUDA_REQUIRE(ppExportTable && pExportTableId, CUDA_ERROR_INVALID_VALUE);
-  if (std::memcmp(pExportTableId->bytes, kTestTableId, sizeof(kTestTableId)) == 0) {
-    *ppExportTable = kTestExportTable;
-    return CUDA_SUCCESS;
-  }
-  *ppExportTable = nullptr;
-  return CUDA_ERROR_INVALID_VALUE;
 }

@@ -56,6 +56,9 @@ CUresult allocate_device(size_t bytes, AllocationKind kind, bool low_32bit, uint
 
 CUresult free_device(uintptr_t ptr) {
   FAKECUDA_REQUIRE_INIT();
+  // Freeing NULL is a no-op that succeeds, as with the real driver
+  // (cudaFree(NULL), which cuBLAS calls at cublasCreate).
+  if (ptr == 0) return CUDA_SUCCESS;
   Driver& d = Driver::get();
   std::unique_lock<std::mutex> lock(d.mu);
   if (CUresult r = capture_forbids_unsafe_call_locked(); r != CUDA_SUCCESS) return r;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "context_storage.h"
+
 namespace fakecuda {
 
 struct Capture;
@@ -64,6 +66,9 @@ struct Op {
 
 }  // namespace fakecuda
 
+// A primary context's object exists from cuInit on, so that its handle is
+// the same before it is first retained, while active and after a reset, as
+// with the real driver; it is live (in Driver::live) only while active.
 struct CUctx_st {
   uint32_t magic;
   int ordinal;        // CUDA device ordinal (after CUDA_VISIBLE_DEVICES)
@@ -76,6 +81,7 @@ struct CUctx_st {
   uint64_t next_seq;
   CUstream_st* legacy_stream;
   std::vector<CUstream_st*> streams;  // every stream of the context, the legacy one included
+  std::unique_ptr<fakecuda::ContextStorage> storage;  // the runtime's context-local storage
 };
 
 struct CUstream_st {

@@ -78,6 +78,11 @@ std::string test_dir() {
 
 Helper spawn_helper(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env) {
+  return spawn_program(FAKECUDA_HELPER, args, env);
+}
+
+Helper spawn_program(const std::string& path, const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& env) {
   std::vector<std::string> vars;
   for (char** e = environ; *e; ++e) {
     std::string var = *e;
@@ -89,7 +94,7 @@ Helper spawn_helper(const std::vector<std::string>& args,
   for (auto& v : vars)
     envp.push_back(v.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_storage = {FAKECUDA_HELPER};
+  std::vector<std::string> argv_storage = {path};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage)
@@ -103,7 +108,7 @@ Helper spawn_helper(const std::vector<std::string>& args,
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
   Helper h;
-  EXPECT_EQ(posix_spawn(&h.pid, FAKECUDA_HELPER, &actions, nullptr, argv.data(), envp.data()), 0);
+  EXPECT_EQ(posix_spawn(&h.pid, path.c_str(), &actions, nullptr, argv.data(), envp.data()), 0);
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[1]);
   h.out = pipe_fds[0];
@@ -129,7 +134,12 @@ int Helper::wait() {
 
 std::string run_helper(const std::vector<std::string>& args,
                        const std::map<std::string, std::string>& env, int* status) {
-  Helper h = spawn_helper(args, env);
+  return run_program(FAKECUDA_HELPER, args, env, status);
+}
+
+std::string run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& env, int* status) {
+  Helper h = spawn_program(path, args, env);
   std::string all;
   char buffer[4096];
   ssize_t n;

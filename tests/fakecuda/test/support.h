@@ -34,9 +34,17 @@ struct Helper {
 Helper spawn_helper(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env = {});
 
+// Any program, the same way.
+Helper spawn_program(const std::string& path, const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& env = {});
+
 // Runs a helper to completion and returns everything it printed.
 std::string run_helper(const std::vector<std::string>& args,
                        const std::map<std::string, std::string>& env = {}, int* status = nullptr);
+
+// Runs a program to completion and returns everything it printed to stdout.
+std::string run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& env = {}, int* status = nullptr);
 
 std::string test_dir();
 

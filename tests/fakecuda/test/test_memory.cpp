@@ -35,6 +35,13 @@ TEST_F(Memory, LinearAllocationsArePagedAndReturned) {
   EXPECT_EQ(cuMemAlloc_v2(nullptr, 1), CUDA_ERROR_INVALID_VALUE);
 }
 
+// As the real driver: cudaFree(NULL), which cuBLAS calls, reaches the driver.
+TEST_F(Memory, FreeingNullSucceeds) {
+  EXPECT_CU(cuMemFree_v2(0));
+  EXPECT_CU(cuMemFree(0));
+  EXPECT_EQ(taken(), 0u);
+}
+
 TEST_F(Memory, OutOfMemoryChangesNothing) {
   CUdeviceptr big = 0, p = 0;
   ASSERT_CU(cuMemAlloc_v2(&big, baseline_ - 4 * kMiB));
