@@ -15,7 +15,7 @@ std::chrono::steady_clock::time_point device_time(uint64_t ns) {
 }
 
 // How often waits on memory or on another process's event look again.
-constexpr uint64_t kPollNs = 20'000;
+constexpr uint64_t kPollNs = 50'000;
 
 bool older_than(const CUstream_st* stream, uint64_t seq) {
   return !stream->queue.empty() && stream->queue.front().seq < seq;
