@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "executor.h"
+#include "memory.h"
 
 using namespace fakecuda;
 
@@ -103,7 +104,7 @@ void release_context_locked(CUctx_st* ctx) {
       ++it;
       continue;
     }
-    if (a.charged) d.shared().uncharge(a.physical, a.charged);
+    if (const uint64_t bytes = release_ipc_locked(a)) d.shared().uncharge(a.physical, bytes);
     unmap_device_memory(reinterpret_cast<void*>(a.base), a.mapped);
     it = d.allocations.erase(it);
   }

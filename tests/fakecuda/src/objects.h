@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -19,6 +20,13 @@ namespace fakecuda {
 struct Capture;
 struct Module;
 
+// What an exported event shares: the last generation recorded and the last
+// completed, in any process.
+struct IpcEventPage {
+  std::atomic<uint64_t> recorded;
+  std::atomic<uint64_t> completed;
+};
+
 // Why an allocation exists decides how it is freed and reported.
 enum class AllocationKind {
   kLinear,   // cuMemAlloc, cuMemAllocPitch
@@ -27,6 +35,7 @@ enum class AllocationKind {
   kPool,     // stream-ordered, from a memory pool that owns the charge
   kGraph,    // from a graph's memory node; the graph pool owns the charge
   kMapped,   // a VMM range mapped to a physical allocation, which owns the charge
+  kIpc,      // another process's memory opened with cuIpcOpenMemHandle; charged there
 };
 
 struct Allocation {
@@ -39,6 +48,22 @@ struct Allocation {
   AllocationKind kind = AllocationKind::kLinear;
   CUctx_st* ctx = nullptr;
   CUmemoryPool pool = nullptr;
+  uint64_t buffer_id = 0;    // CU_POINTER_ATTRIBUTE_BUFFER_ID, given at the first query
+  bool sync_memops = false;  // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+  unsigned host_flags = 0;   // cuMemHostAlloc / cuMemHostRegister flags
+  // IPC: an exported allocation is backed by memfd `ipc_fd` (-1 until the
+  // first cuIpcGetMemHandle) with shared-state record `ipc_record`; an opened
+  // one (kIpc) holds an open of that record.
+  int ipc_fd = -1;
+  uint32_t ipc_record = 0;
+  uint64_t ipc_id = 0;
+  uint32_t ipc_refs = 0;  // kIpc: cuIpcOpenMemHandle calls not yet closed
+  // Managed memory: cuMemAdvise and cuMemPrefetchAsync, for the whole
+  // allocation (location type NONE: never given).
+  bool read_mostly = false;
+  CUmemLocation preferred{};
+  CUmemLocation last_prefetch{};
+  uint32_t accessed_by = 0;  // bit per device ordinal
 };
 
 // One unit of work in a stream. Kernels occupy the device timeline for
@@ -57,6 +82,9 @@ struct Op {
   // kWaitEvent
   CUevent_st* event = nullptr;
   uint64_t generation = 0;
+  // When set, the op may start only once it answers true: waits on memory
+  // or on another process's event, which the executor polls.
+  std::function<bool()> poll;
   bool run_unlocked = false;  // user callbacks run without Driver::mu
   // Filled in by the executor
   bool started = false;
@@ -82,6 +110,7 @@ struct CUctx_st {
   CUstream_st* legacy_stream;
   std::vector<CUstream_st*> streams;  // every stream of the context, the legacy one included
   std::unique_ptr<fakecuda::ContextStorage> storage;  // the runtime's context-local storage
+  std::vector<uint64_t> peers;        // ids of the contexts it may access (cuCtxEnablePeerAccess)
 };
 
 struct CUstream_st {
@@ -113,7 +142,26 @@ struct CUevent_st {
   // Set when recorded into a capture: the nodes a wait on it depends on.
   fakecuda::Capture* capture;
   std::vector<CUgraphNode_st*> capture_nodes;
+  // Interprocess events keep their generations in a page shared with the
+  // processes that opened them (null until exported or when not imported).
+  fakecuda::IpcEventPage* ipc;
+  int ipc_fd;  // with `ipc`: its memfd when exported here, -1 when opened
+
+  ~CUevent_st();  // unmaps `ipc`, closes `ipc_fd`
 };
+
+namespace fakecuda {
+// The last generation of `e` that completed, in this process or, for an
+// interprocess event, in any.
+inline uint64_t completed_generation(const CUevent_st* e) {
+  if (!e->ipc) return e->completed;
+  const uint64_t shared = e->ipc->completed.load(std::memory_order_acquire);
+  return shared > e->completed ? shared : e->completed;
+}
+inline uint64_t recorded_generation(const CUevent_st* e) {
+  return e->ipc ? e->ipc->recorded.load(std::memory_order_acquire) : e->recorded;
+}
+}  // namespace fakecuda
 
 struct CUfunc_st {
   uint32_t magic;
@@ -130,12 +178,26 @@ struct CUmod_st {
   std::vector<std::unique_ptr<CUfunc_st>> functions;
 };
 
+namespace fakecuda {
+// An array's bytes, made at its first copy (rows of Width elements, Height
+// rows a slice, packed).
+struct ArrayBytes {
+  void* data = nullptr;
+  size_t bytes = 0;
+  ArrayBytes() = default;
+  ArrayBytes(const ArrayBytes&) = delete;
+  ArrayBytes& operator=(const ArrayBytes&) = delete;
+  ~ArrayBytes();
+};
+}  // namespace fakecuda
+
 struct CUarray_st {
   uint32_t magic;
   CUctx_st* ctx;
   CUDA_ARRAY3D_DESCRIPTOR desc;
   uint64_t charged;            // 0 for the levels of a mipmapped array
   CUmipmappedArray_st* owner;  // set for the levels of a mipmapped array
+  fakecuda::ArrayBytes contents;
 };
 
 struct CUmipmappedArray_st {

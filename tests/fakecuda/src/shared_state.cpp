@@ -17,11 +17,14 @@ namespace fakecuda {
 namespace {
 
 constexpr uint64_t kMagic = 0x6661'6b65'6375'6461;  // "fakecuda"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 // Liveness locks sit far past the end of the file, one byte per slot, so their
 // place does not depend on the layout (a process of another layout version
 // still sees them).
 constexpr off_t kLockBase = off_t{1} << 40;
+// Mapping locks of IPC records: one byte per record, read-locked by each
+// process that maps the record's memory.
+constexpr off_t kIpcLockBase = kLockBase + (off_t{1} << 20);
 
 int retry_fcntl(int fd, int cmd, struct flock* lock) {
   int r;
@@ -85,6 +88,18 @@ struct alignas(64) Timeline {
   std::atomic<uint64_t> busy_until_ns;
 };
 
+// Memory exported with cuIpcGetMemHandle. Free while `id` is 0. While
+// `owner_slot` names the exporter (alive, with `owner_pid`), its slot holds the
+// charge; once the exporter freed the memory or died, `owner_slot` is -1 and
+// `bytes` count as used until no process maps the memory.
+struct alignas(64) IpcRecord {
+  std::atomic<uint64_t> id;
+  std::atomic<int32_t> owner_slot;
+  std::atomic<int32_t> owner_pid;
+  std::atomic<uint32_t> device;
+  std::atomic<uint64_t> bytes;
+};
+
 struct SharedState::Layout {
   uint64_t magic;
   uint32_t version;
@@ -94,6 +109,8 @@ struct SharedState::Layout {
   std::atomic<uint32_t> slots_in_use;  // high-water mark of slot indices ever taken
   Timeline timelines[kMaxDevices];
   Slot slots[kMaxProcesses];
+  std::atomic<uint32_t> ipc_in_use;  // high-water mark of record indices ever taken
+  IpcRecord ipc[kMaxIpcExports];
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
@@ -202,6 +219,12 @@ void SharedState::reap_dead_locked() {
     }
     s.pid.store(0, std::memory_order_release);
   }
+  // Dead slots have pid 0 now, so an exporter is alive exactly when its
+  // slot still carries its pid.
+  const uint32_t records =
+      std::min(layout_->ipc_in_use.load(std::memory_order_relaxed), kMaxIpcExports);
+  for (uint32_t i = 0; i < records; ++i)
+    if (layout_->ipc[i].id.load(std::memory_order_relaxed) != 0) ipc_settle_locked(i);
 }
 
 bool SharedState::attach() {
@@ -249,6 +272,15 @@ uint64_t SharedState::used_locked(uint32_t dev) const {
     const Slot& s = layout_->slots[i];
     if (s.pid.load(std::memory_order_relaxed) != 0)
       total += s.held[dev].load(std::memory_order_relaxed);
+  }
+  const uint32_t records =
+      std::min(layout_->ipc_in_use.load(std::memory_order_relaxed), kMaxIpcExports);
+  for (uint32_t i = 0; i < records; ++i) {
+    const IpcRecord& r = layout_->ipc[i];
+    if (r.id.load(std::memory_order_relaxed) != 0 &&
+        r.owner_slot.load(std::memory_order_relaxed) < 0 &&
+        r.device.load(std::memory_order_relaxed) == dev)
+      total += r.bytes.load(std::memory_order_relaxed);
   }
   return total;
 }
@@ -298,6 +330,106 @@ size_t SharedState::processes(uint32_t dev, ProcessUsage* out, size_t capacity) 
   }
   unlock();
   return found;
+}
+
+bool SharedState::ipc_mapped_elsewhere(uint32_t record) const {
+  struct flock lock = byte_range(F_WRLCK, kIpcLockBase + record, 1);
+  if (retry_fcntl(fd_, F_OFD_GETLK, &lock) < 0) return true;  // unknown: keep it
+  return lock.l_type != F_UNLCK;
+}
+
+// Moves record `record` on as far as it goes: orphaned when its exporter is
+// gone, free when moreover nobody maps it. Idempotent, so a process killed
+// half-way leaves the next one to finish. Caller holds the mutex; dead slots
+// have been reaped (pid 0).
+void SharedState::ipc_settle_locked(uint32_t record) {
+  IpcRecord& r = layout_->ipc[record];
+  const int32_t owner = r.owner_slot.load(std::memory_order_relaxed);
+  if (owner >= 0) {
+    const bool alive = static_cast<uint32_t>(owner) < kMaxProcesses &&
+                       layout_->slots[owner].pid.load(std::memory_order_relaxed) ==
+                           r.owner_pid.load(std::memory_order_relaxed);
+    if (alive) return;
+    r.owner_slot.store(-1, std::memory_order_relaxed);
+  }
+  if (ipc_opens_[record] == 0 && !ipc_mapped_elsewhere(record))
+    r.id.store(0, std::memory_order_release);
+}
+
+bool SharedState::ipc_export(uint32_t dev, uint64_t bytes, uint64_t id, uint32_t* record) {
+  if (slot_ < 0 || id == 0) return false;
+  bool done = false;
+  lock();
+  reap_dead_locked();  // frees the records of the dead
+  for (uint32_t i = 0; i < kMaxIpcExports && !done; ++i) {
+    IpcRecord& r = layout_->ipc[i];
+    if (r.id.load(std::memory_order_relaxed) != 0) continue;
+    // A stale opener of a former record of this index may still hold its
+    // lock; the index is only reused once nobody does.
+    if (ipc_mapped_elsewhere(i)) continue;
+    r.device.store(dev, std::memory_order_relaxed);
+    r.bytes.store(bytes, std::memory_order_relaxed);
+    r.owner_pid.store(layout_->slots[slot_].pid.load(std::memory_order_relaxed),
+                      std::memory_order_relaxed);
+    r.owner_slot.store(slot_, std::memory_order_relaxed);
+    r.id.store(id, std::memory_order_release);  // last: a record is whole once it has an id
+    if (i + 1 > layout_->ipc_in_use.load(std::memory_order_relaxed))
+      layout_->ipc_in_use.store(i + 1, std::memory_order_relaxed);
+    *record = i;
+    done = true;
+  }
+  unlock();
+  return done;
+}
+
+void SharedState::ipc_unexport(uint32_t record, uint64_t id, uint32_t dev, uint64_t bytes) {
+  if (slot_ < 0 || dev >= kMaxDevices) return;
+  lock();
+  IpcRecord* r = record < kMaxIpcExports ? &layout_->ipc[record] : nullptr;
+  if (r && r->id.load(std::memory_order_relaxed) == id &&
+      r->owner_slot.load(std::memory_order_relaxed) == slot_) {
+    // The record takes the charge over, then the slot lets it go: killed in
+    // between, the slot is reaped and the record is right as it stands.
+    r->owner_slot.store(-1, std::memory_order_relaxed);
+    layout_->slots[slot_].held[dev].fetch_sub(bytes, std::memory_order_relaxed);
+    ipc_settle_locked(record);
+  } else {
+    layout_->slots[slot_].held[dev].fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  unlock();
+}
+
+bool SharedState::ipc_open(uint32_t record, uint64_t id) {
+  if (slot_ < 0 || record >= kMaxIpcExports || id == 0) return false;
+  bool opened = false;
+  lock();
+  IpcRecord& r = layout_->ipc[record];
+  const int32_t owner = r.owner_slot.load(std::memory_order_relaxed);
+  if (r.id.load(std::memory_order_relaxed) == id && owner >= 0 &&
+      static_cast<uint32_t>(owner) < kMaxProcesses &&
+      layout_->slots[owner].pid.load(std::memory_order_relaxed) ==
+          r.owner_pid.load(std::memory_order_relaxed) &&
+      slot_alive(static_cast<uint32_t>(owner))) {
+    opened = true;
+    if (ipc_opens_[record] == 0) {
+      struct flock lock = byte_range(F_RDLCK, kIpcLockBase + record, 1);
+      opened = retry_fcntl(fd_, F_OFD_SETLK, &lock) == 0;
+    }
+    if (opened) ++ipc_opens_[record];
+  }
+  unlock();
+  return opened;
+}
+
+void SharedState::ipc_close(uint32_t record) {
+  if (slot_ < 0 || record >= kMaxIpcExports || ipc_opens_[record] == 0) return;
+  lock();
+  if (--ipc_opens_[record] == 0) {
+    struct flock lock = byte_range(F_UNLCK, kIpcLockBase + record, 1);
+    retry_fcntl(fd_, F_OFD_SETLK, &lock);
+    reap_dead_locked();  // settles this record with the others
+  }
+  unlock();
 }
 
 void SharedState::context_created(uint32_t dev) {

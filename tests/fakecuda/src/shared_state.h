@@ -13,6 +13,11 @@
 //    next locker marks the mutex consistent and goes on.
 //  * Timelines are reserved with a lock-free compare-and-swap, so a process
 //    that dies mid-kernel holds nothing but the interval it reserved.
+//  * Memory exported with cuIpcGetMemHandle has a record. Each process that
+//    maps it holds a read lock on the record's byte of the file (dropped by
+//    the kernel when it dies). The exporter's slot holds the charge until it
+//    frees the memory or dies; then the record holds it (counted in used())
+//    until no process maps it any more.
 #pragma once
 
 #include <pthread.h>
@@ -28,6 +33,7 @@
 namespace fakecuda {
 
 inline constexpr uint32_t kMaxProcesses = 1024;
+inline constexpr uint32_t kMaxIpcExports = 4096;
 
 struct ProcessUsage {
   pid_t pid;
@@ -68,6 +74,19 @@ class SharedState {
   // exist (may exceed `capacity`; only `capacity` are written).
   size_t processes(uint32_t dev, ProcessUsage* out, size_t capacity);
 
+  // IPC memory. `id` names the memory machine-wide (never 0; the memfd's
+  // inode). The exporter registers memory already charged to it; false when
+  // the table is full.
+  bool ipc_export(uint32_t dev, uint64_t bytes, uint64_t id, uint32_t* record);
+  // The exporter frees it (`bytes` of `dev`, as charged): the charge leaves
+  // its slot and stays with the record while some process maps the memory.
+  void ipc_unexport(uint32_t record, uint64_t id, uint32_t dev, uint64_t bytes);
+  // An opener maps it: false when the record no longer holds exported memory
+  // `id` (freed, or the exporter died). Counted per process; `ipc_close`
+  // undoes one open.
+  bool ipc_open(uint32_t record, uint64_t id);
+  void ipc_close(uint32_t record);
+
   void context_created(uint32_t dev);
   void context_destroyed(uint32_t dev);
 
@@ -85,10 +104,13 @@ class SharedState {
   void reap_dead_locked();
   uint64_t used_locked(uint32_t dev) const;
   uint32_t slots_in_use() const;
+  bool ipc_mapped_elsewhere(uint32_t record) const;
+  void ipc_settle_locked(uint32_t record);
 
   int fd_;
   Layout* layout_;
   int slot_ = -1;
+  uint32_t ipc_opens_[kMaxIpcExports] = {};  // this process's opens of each record
 };
 
 // CLOCK_MONOTONIC in nanoseconds: the one clock every process and the trace use.

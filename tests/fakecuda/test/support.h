@@ -28,8 +28,11 @@ size_t free_memory();
 struct Helper {
   pid_t pid = -1;
   int out = -1;             // its stdout
+  int in = -1;              // its stdin
   std::string read_line();  // blocks for the next line ("" at EOF)
-  int wait();               // exit status, or 128+signal
+  // Sends `line` to its stdin and returns the line it answers.
+  std::string ask(const std::string& line);
+  int wait();  // exit status, or 128+signal
 };
 Helper spawn_helper(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env = {});
