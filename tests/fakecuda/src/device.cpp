@@ -505,3 +505,32 @@ FAKECUDA_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc d
   FAKECUDA_REQUIRE(phCtx && desc, CUDA_ERROR_INVALID_VALUE);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
+
+// ---- Platform features an x86 Linux machine does not have -----------------------
+
+// NvSciSync interop is a Tegra/automotive feature.
+FAKECUDA_EXPORT CUresult cuDeviceGetNvSciSyncAttributes(void* nvSciSyncAttrList, CUdevice dev,
+                                                        int) {
+  const VisibleDevice* d = nullptr;
+  if (CUresult r = checked_device(dev, &d); r != CUDA_SUCCESS) return r;
+  FAKECUDA_REQUIRE(nvSciSyncAttrList, CUDA_ERROR_INVALID_VALUE);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// Async notifications (memory budget changes) are sent on platforms that
+// budget device memory; this one does not, so none can be registered.
+FAKECUDA_EXPORT CUresult cuDeviceRegisterAsyncNotification(CUdevice device,
+                                                           CUasyncCallback callbackFunc, void*,
+                                                           CUasyncCallbackHandle* callback) {
+  const VisibleDevice* d = nullptr;
+  if (CUresult r = checked_device(device, &d); r != CUDA_SUCCESS) return r;
+  FAKECUDA_REQUIRE(callbackFunc && callback, CUDA_ERROR_INVALID_VALUE);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceUnregisterAsyncNotification(CUdevice device,
+                                                             CUasyncCallbackHandle) {
+  const VisibleDevice* d = nullptr;
+  if (CUresult r = checked_device(device, &d); r != CUDA_SUCCESS) return r;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}

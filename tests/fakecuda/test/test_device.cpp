@@ -191,6 +191,46 @@ TEST(DeviceQueries, FlushingRdmaWritesNeedsAContextAndKnownArguments) {
             CUDA_ERROR_INVALID_VALUE);
 }
 
+TEST(DeviceLinks, DevicesArePciePeersWithoutNativeAtomics) {
+  ASSERT_CU(cuInit(0));
+  int value = -1;
+  ASSERT_CU(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1));
+  EXPECT_EQ(value, 1);
+  ASSERT_CU(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, 1, 0));
+  EXPECT_EQ(value, 0);
+  EXPECT_EQ(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 0),
+            CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDeviceGetP2PAttribute(&value, static_cast<CUdevice_P2PAttribute>(99), 0, 1),
+            CUDA_ERROR_INVALID_VALUE);
+
+  const CUatomicOperation operations[2] = {CU_ATOMIC_OPERATION_INTEGER_ADD,
+                                           CU_ATOMIC_OPERATION_FLOAT_ADD};
+  unsigned int capabilities[2] = {7, 7};
+  ASSERT_CU(cuDeviceGetP2PAtomicCapabilities(capabilities, operations, 2, 0, 1));
+  EXPECT_EQ(capabilities[0] | capabilities[1], 0u);
+  capabilities[0] = 7;
+  ASSERT_CU(cuDeviceGetHostAtomicCapabilities(capabilities, operations, 1, 0));
+  EXPECT_EQ(capabilities[0], 0u);
+  const CUatomicOperation invalid[1] = {CU_ATOMIC_OPERATION_MAX};
+  EXPECT_EQ(cuDeviceGetHostAtomicCapabilities(capabilities, invalid, 1, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuDeviceGetHostAtomicCapabilities(capabilities, operations, 0, 0),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+void ignore_notification(CUasyncNotificationInfo*, void*, CUasyncCallbackHandle) {}
+
+TEST(DeviceQueries, NoNvSciSyncAndNoAsyncNotifications) {
+  ASSERT_CU(cuInit(0));
+  char attributes[64];
+  EXPECT_EQ(cuDeviceGetNvSciSyncAttributes(attributes, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
+  CUasyncCallbackHandle handle = nullptr;
+  EXPECT_EQ(cuDeviceRegisterAsyncNotification(0, ignore_notification, nullptr, &handle),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuDeviceRegisterAsyncNotification(9, ignore_notification, nullptr, &handle),
+            CUDA_ERROR_INVALID_DEVICE);
+}
+
 // ---- Contexts -------------------------------------------------------------------
 
 TEST(ContextLimits, StartAtTheRealDefaults) {
