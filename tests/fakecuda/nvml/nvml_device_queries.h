@@ -147,6 +147,9 @@ typedef enum nvmlIntNvLinkDeviceType_enum {
   NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF
 } nvmlIntNvLinkDeviceType_t;
 
+/* Only ever passed back: the simulator has no fabric to describe. */
+typedef struct nvmlGpuFabricInfoV_st nvmlGpuFabricInfoV_t;
+
 nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length);
 
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* device);
@@ -222,6 +225,7 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned i
                                                  nvmlPciInfo_t* pci);
 nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2,
                                     nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t* p2pStatus);
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t* gpuFabricInfo);
 nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
                                                  nvmlGpuTopologyLevel_t* pathInfo);
 

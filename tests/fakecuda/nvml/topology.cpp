@@ -1,7 +1,7 @@
 // How devices connect: no NVLink (the simulated devices are PCIe peers under
-// one host bridge), so the NVLink queries are refused as on a board without
-// links, and peer-to-peer goes over PCIe, as libcuda's cuDeviceCanAccessPeer
-// says.
+// one host bridge), so the NVLink and NVLink-fabric queries are refused as on
+// a board without links, and peer-to-peer goes over PCIe, as libcuda's
+// cuDeviceCanAccessPeer says.
 #include "library.h"
 
 namespace {
@@ -65,4 +65,14 @@ FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(
   if (!pathInfo) return NVML_ERROR_INVALID_ARGUMENT;
   *pathInfo = first == second ? NVML_TOPOLOGY_INTERNAL : NVML_TOPOLOGY_HOSTBRIDGE;
   return NVML_SUCCESS;
+}
+
+// PyTorch asks before using multi-node NVLink; without a fabric the answer
+// is NVML_ERROR_NOT_SUPPORTED, as on a PCIe board.
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
+                                                              nvmlGpuFabricInfoV_t* gpuFabricInfo) {
+  uint32_t index = 0;
+  if (nvmlReturn_t r = index_of(device, index); r != NVML_SUCCESS) return r;
+  if (!gpuFabricInfo) return NVML_ERROR_INVALID_ARGUMENT;
+  return NVML_ERROR_NOT_SUPPORTED;
 }

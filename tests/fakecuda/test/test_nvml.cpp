@@ -733,6 +733,10 @@ TEST_F(NvmlTest, NoNvlinkAndPcieTopology) {
   EXPECT_EQ(nvmlDeviceGetNvLinkRemoteDeviceType(device0_, 0, &type), NVML_ERROR_NOT_SUPPORTED);
   nvmlPciInfo_t pci{};
   EXPECT_EQ(nvmlDeviceGetNvLinkRemotePciInfo_v2(device0_, 0, &pci), NVML_ERROR_NOT_SUPPORTED);
+  alignas(8) unsigned char fabric[64] = {};
+  EXPECT_EQ(nvmlDeviceGetGpuFabricInfoV(device0_, reinterpret_cast<nvmlGpuFabricInfoV_t*>(fabric)),
+            NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetGpuFabricInfoV(device0_, nullptr), NVML_ERROR_INVALID_ARGUMENT);
 
   ASSERT_GE(config_.machine.device_count, 2u) << "the peer checks need two devices";
   nvmlDevice_t device1 = nullptr;
