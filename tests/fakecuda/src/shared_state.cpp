@@ -73,23 +73,36 @@ int open_shared_file(const std::string& path) {
   }
 }
 
-// Busy time in buckets of 100 ms, enough of them to cover the window and
-// the bucket the window starts in. Each bucket word holds the bucket's epoch
-// (its start time / kBucketNs) above kBusyBits bits of busy nanoseconds.
+// Busy time in buckets of 100 ms. Each bucket word holds the bucket's epoch
+// (its start time / kBucketNs) above kBusyBits bits of busy nanoseconds. A
+// ring must hold the window and the bucket it starts in; a device's ring
+// also holds the future its timeline is reserved for (kernels are counted
+// when reserved, so that a long kernel shows while it runs), a process's
+// only the past (its kernels are counted when they complete).
 constexpr uint64_t kBucketNs = 100'000'000;
-constexpr uint32_t kBuckets = kUtilizationWindowNs / kBucketNs + 2;
+constexpr uint32_t kWindowBuckets = kUtilizationWindowNs / kBucketNs + 1;
 constexpr unsigned kBusyBits = 27;
 static_assert(kBucketNs < (uint64_t{1} << kBusyBits));
 constexpr uint64_t kBusyMask = (uint64_t{1} << kBusyBits) - 1;
 
+template <uint32_t kBuckets>
 using BusyRing = std::atomic<uint64_t>[kBuckets];
+constexpr uint32_t kDeviceBuckets = 64;  // 5.3 s of reservations ahead
+constexpr uint32_t kProcessBuckets = kWindowBuckets + 1;
+using DeviceBusy = BusyRing<kDeviceBuckets>;
+using ProcessBusyRing = BusyRing<kProcessBuckets>;
 
 // Adds the part of [start, end) in each bucket; a bucket a later epoch has
-// taken over keeps its own.
-void add_busy(BusyRing& ring, Interval interval) {
+// taken over keeps its own. Epochs so far ahead of `now` that their bucket
+// still holds part of the window are dropped: time reserved beyond the
+// ring's reach goes uncounted.
+template <uint32_t kBuckets>
+void add_busy(BusyRing<kBuckets>& ring, Interval interval, uint64_t now) {
   if (interval.end_ns <= interval.start_ns) return;
-  const uint64_t last = (interval.end_ns - 1) / kBucketNs;
+  const uint64_t horizon = now / kBucketNs + (kBuckets - kWindowBuckets);
+  const uint64_t last = std::min((interval.end_ns - 1) / kBucketNs, horizon);
   uint64_t first = interval.start_ns / kBucketNs;
+  if (first > last) return;
   if (last - first >= kBuckets) first = last - kBuckets + 1;  // only the newest fit
   for (uint64_t epoch = first; epoch <= last; ++epoch) {
     const uint64_t from = std::max(interval.start_ns, epoch * kBucketNs);
@@ -108,7 +121,8 @@ void add_busy(BusyRing& ring, Interval interval) {
 
 // Busy nanoseconds in (now - window, now]: the bucket the window starts in
 // counts in proportion, the current one no further than now.
-uint64_t busy_in_window(const BusyRing& ring, uint64_t now) {
+template <uint32_t kBuckets>
+uint64_t busy_in_window(const BusyRing<kBuckets>& ring, uint64_t now) {
   const uint64_t window_start = now > kUtilizationWindowNs ? now - kUtilizationWindowNs : 0;
   uint64_t total = 0;
   for (uint64_t epoch = window_start / kBucketNs; epoch <= now / kBucketNs; ++epoch) {
@@ -128,7 +142,8 @@ uint32_t percent_of_window(uint64_t busy_ns) {
   return static_cast<uint32_t>(std::min<uint64_t>(100, busy_ns * 100 / kUtilizationWindowNs));
 }
 
-void clear_ring(BusyRing& ring) {
+template <uint32_t kBuckets>
+void clear_ring(BusyRing<kBuckets>& ring) {
   for (auto& bucket : ring)
     bucket.store(0, std::memory_order_relaxed);
 }
@@ -140,13 +155,13 @@ struct alignas(64) Slot {
   std::atomic<uint32_t> contexts[kMaxDevices];
   std::atomic<uint64_t> held[kMaxDevices];
   std::atomic<uint64_t> last_active_ns[kMaxDevices];
-  BusyRing busy[kMaxDevices];
+  ProcessBusyRing busy[kMaxDevices];
 };
 
 struct alignas(64) Timeline {
   std::atomic<uint64_t> busy_until_ns;
   std::atomic<uint64_t> busy_total_ns;
-  BusyRing busy;
+  DeviceBusy busy;
 };
 
 struct SharedState::Layout {
@@ -390,16 +405,18 @@ Interval SharedState::reserve(uint32_t dev, uint64_t not_before_ns, uint64_t dur
   } while (!busy.compare_exchange_weak(current, slot.end_ns, std::memory_order_acq_rel,
                                        std::memory_order_relaxed));
   layout_->timelines[dev].busy_total_ns.fetch_add(duration_ns, std::memory_order_relaxed);
-  add_busy(layout_->timelines[dev].busy, slot);
-  if (slot_ >= 0) {
-    Slot& mine = layout_->slots[slot_];
-    add_busy(mine.busy[dev], slot);
-    // Only this process's executor thread writes its slot's busy time, so a
-    // plain maximum suffices.
-    if (mine.last_active_ns[dev].load(std::memory_order_relaxed) < slot.end_ns)
-      mine.last_active_ns[dev].store(slot.end_ns, std::memory_order_relaxed);
-  }
+  add_busy(layout_->timelines[dev].busy, slot, now_ns());
   return slot;
+}
+
+void SharedState::kernel_done(uint32_t dev, Interval ran) {
+  if (slot_ < 0 || dev >= layout_->machine.device_count) return;
+  Slot& mine = layout_->slots[slot_];
+  add_busy(mine.busy[dev], ran, now_ns());
+  // Only this process's executor thread writes its slot's busy time, so a
+  // plain maximum suffices.
+  if (mine.last_active_ns[dev].load(std::memory_order_relaxed) < ran.end_ns)
+    mine.last_active_ns[dev].store(ran.end_ns, std::memory_order_relaxed);
 }
 
 uint64_t SharedState::busy_total(uint32_t dev) const {

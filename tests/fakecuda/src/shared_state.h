@@ -14,9 +14,10 @@
 //  * Timelines are reserved with a lock-free compare-and-swap, so a process
 //    that dies mid-kernel holds nothing but the interval it reserved.
 //  * Busy time (for NVML's utilization) is kept in rings of time buckets, per
-//    device and per process slot; each bucket is one word holding its epoch
-//    and its busy nanoseconds, changed by compare-and-swap. A process killed
-//    between two buckets of one kernel leaves the kernel counted in part.
+//    device (counted when reserved) and per process slot (counted when a
+//    kernel completes); each bucket is one word holding its epoch and its
+//    busy nanoseconds, changed by compare-and-swap. A process killed between
+//    two buckets of one kernel leaves the kernel counted in part.
 #pragma once
 
 #include <pthread.h>
@@ -86,8 +87,10 @@ class SharedState {
 
   // Reserves the next free interval of `duration_ns` on device `dev`'s
   // timeline, starting no earlier than `not_before_ns`.
-  // The interval is counted as busy time of the device and of this process.
+  // The interval is counted as busy time of the device at once.
   Interval reserve(uint32_t dev, uint64_t not_before_ns, uint64_t duration_ns);
+  // A kernel of this process ran in `ran` on `dev`: counted as its busy time.
+  void kernel_done(uint32_t dev, Interval ran);
 
   // Percent of the kUtilizationWindowNs before `now` during which device
   // `dev` ran a kernel of any process.

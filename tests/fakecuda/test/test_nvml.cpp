@@ -839,9 +839,11 @@ TEST(NvmlUtilization, BusyTimeOfTheLastSecondIsReportedForDeviceAndProcess) {
     fakecuda::SharedState* state = attached_state();
     FRESH_CHECK(state != nullptr);
     // Kernels that ran from 900 ms to 500 ms ago: 40% of the last second.
+    // The executor reserves the time, then reports the kernel done.
     const uint64_t now = fakecuda::now_ns();
     const fakecuda::Interval ran = state->reserve(0, now - 900'000'000, 400'000'000);
     FRESH_CHECK(ran.start_ns == now - 900'000'000);
+    state->kernel_done(0, ran);
     FRESH_CHECK(nvmlInit_v2() == NVML_SUCCESS);
     nvmlDevice_t device = nullptr, other = nullptr;
     FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(0, &device) == NVML_SUCCESS);
@@ -880,6 +882,23 @@ TEST(NvmlUtilization, BusyTimeOfTheLastSecondIsReportedForDeviceAndProcess) {
   });
 }
 
+TEST(NvmlUtilization, TimeReservedAheadShowsAsItArrivesAndNeverBeforeItIsDone) {
+  expect_in_fresh_process({}, [] {
+    fakecuda::SharedState* state = attached_state();
+    FRESH_CHECK(state != nullptr);
+    // A kernel reserved to start 3 s from now (a backlogged timeline):
+    // nothing of it is in the last second yet, and the process has not run it.
+    const uint64_t now = fakecuda::now_ns();
+    state->reserve(0, now + 3'000'000'000ull, 500'000'000);
+    FRESH_CHECK(state->utilization(0, fakecuda::now_ns()) == 0);
+    fakecuda::ProcessBusy busy[4];
+    FRESH_CHECK(state->process_utilization(0, fakecuda::now_ns(), busy, 4) == 0);
+    // Seen from inside its run, the device is busy.
+    FRESH_CHECK(state->utilization(0, now + 3'400'000'000ull) >= 35);
+    return std::string();
+  });
+}
+
 TEST(NvmlUtilization, AKilledProcessLeavesItsDeviceTimeButNoSample) {
   expect_in_fresh_process({}, [] {
     int ready[2];
@@ -888,7 +907,7 @@ TEST(NvmlUtilization, AKilledProcessLeavesItsDeviceTimeButNoSample) {
     if (child == 0) {
       fakecuda::SharedState* state = attached_state();
       const uint64_t now = fakecuda::now_ns();
-      if (state) state->reserve(0, now - 600'000'000, 300'000'000);
+      if (state) state->kernel_done(0, state->reserve(0, now - 600'000'000, 300'000'000));
       const char status = state ? 'y' : 'n';
       if (write(ready[1], &status, 1) != 1) std::_Exit(1);
       pause();
