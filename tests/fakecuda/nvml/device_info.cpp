@@ -195,3 +195,14 @@ FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t de
                                                                  unsigned int* currLinkWidth) {
   return answer(device, currLinkWidth, kPcieWidth);
 }
+
+// Data-center boards drive no display.
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device,
+                                                           nvmlEnableState_t* display) {
+  return answer(device, display, NVML_FEATURE_DISABLED);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device,
+                                                             nvmlEnableState_t* isActive) {
+  return answer(device, isActive, NVML_FEATURE_DISABLED);
+}

@@ -178,6 +178,21 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              unsigned int* processSamplesCount,
                                              unsigned long long lastSeenTimeStamp);
 
+/* Reasons the clocks are below their maximum (a bit mask). */
+#define nvmlClocksEventReasonGpuIdle 0x0000000000000001ULL
+#define nvmlClocksEventReasonNone 0x0000000000000000ULL
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long* clocksEventReasons);
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long* clocksThrottleReasons);
+nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, nvmlEnableState_t* display);
+nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, nvmlEnableState_t* isActive);
+
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock);
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
                                        unsigned int* clock);

@@ -83,6 +83,14 @@ nvmlReturn_t fan_speed(nvmlDevice_t device, unsigned int* speed) {
   return NVML_ERROR_NOT_SUPPORTED;
 }
 
+nvmlReturn_t clocks_event_reasons(nvmlDevice_t device, unsigned long long* reasons) {
+  uint32_t index = 0;
+  if (nvmlReturn_t r = index_of(device, index); r != NVML_SUCCESS) return r;
+  if (!reasons) return NVML_ERROR_INVALID_ARGUMENT;
+  *reasons = busy_percent(index) > 0 ? nvmlClocksEventReasonNone : nvmlClocksEventReasonGpuIdle;
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t power_limit(nvmlDevice_t device, unsigned int* limit) {
   uint32_t index = 0;
   if (nvmlReturn_t r = index_of(device, index); r != NVML_SUCCESS) return r;
@@ -220,4 +228,16 @@ FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, uns
 FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int,
                                                            unsigned int* speed) {
   return fan_speed(device, speed);
+}
+
+// An idle GPU lowers its clocks for that reason alone; a busy one runs at
+// its maximum (no power or thermal limit is ever reached).
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(
+    nvmlDevice_t device, unsigned long long* clocksEventReasons) {
+  return clocks_event_reasons(device, clocksEventReasons);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
+    nvmlDevice_t device, unsigned long long* clocksThrottleReasons) {
+  return clocks_event_reasons(device, clocksThrottleReasons);
 }

@@ -23,6 +23,17 @@ unsigned long long wall_clock_us(uint64_t monotonic_ns, uint64_t monotonic_now) 
   return (wall_now - age) / 1000;
 }
 
+// The video engines are never used: nothing encodes or decodes.
+nvmlReturn_t video_engine(nvmlDevice_t device, unsigned int* utilization,
+                          unsigned int* samplingPeriodUs) {
+  uint32_t index = 0;
+  if (nvmlReturn_t r = fakecuda::nvml::index_of(device, index); r != NVML_SUCCESS) return r;
+  if (!utilization || !samplingPeriodUs) return NVML_ERROR_INVALID_ARGUMENT;
+  *utilization = 0;
+  *samplingPeriodUs = static_cast<unsigned int>(fakecuda::kUtilizationWindowNs / 1000);
+  return NVML_SUCCESS;
+}
+
 }  // namespace
 
 FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
@@ -33,6 +44,18 @@ FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev
   utilization->gpu = fakecuda::nvml::shared_state().utilization(index, fakecuda::now_ns());
   utilization->memory = 0;
   return NVML_SUCCESS;
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device,
+                                                                  unsigned int* utilization,
+                                                                  unsigned int* samplingPeriodUs) {
+  return video_engine(device, utilization, samplingPeriodUs);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device,
+                                                                  unsigned int* utilization,
+                                                                  unsigned int* samplingPeriodUs) {
+  return video_engine(device, utilization, samplingPeriodUs);
 }
 
 // One sample per live process that ran a kernel in the last sample period,

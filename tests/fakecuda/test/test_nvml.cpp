@@ -685,6 +685,9 @@ TEST_F(NvmlTest, ModesAreThoseOfAnUnpartitionedPersistentGpu) {
   nvmlPstates_t pstate = NVML_PSTATE_UNKNOWN;
   ASSERT_EQ(nvmlDeviceGetPerformanceState(device0_, &pstate), NVML_SUCCESS);
   EXPECT_EQ(pstate, NVML_PSTATE_0);
+  nvmlEnableState_t display = NVML_FEATURE_ENABLED;
+  ASSERT_EQ(nvmlDeviceGetDisplayActive(device0_, &display), NVML_SUCCESS);
+  EXPECT_EQ(display, NVML_FEATURE_DISABLED);
   EXPECT_EQ(nvmlDeviceGetMigMode(device0_, &mig, nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
@@ -825,6 +828,12 @@ TEST(NvmlUtilization, AnIdleDeviceIsCoolAndSlow) {
     FRESH_CHECK(nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM, &sm) == NVML_SUCCESS);
     FRESH_CHECK(nvmlDeviceGetMaxClockInfo(device, NVML_CLOCK_SM, &max_sm) == NVML_SUCCESS);
     FRESH_CHECK(sm < max_sm);
+    unsigned long long reasons = 0;
+    FRESH_CHECK(nvmlDeviceGetCurrentClocksEventReasons(device, &reasons) == NVML_SUCCESS);
+    FRESH_CHECK(reasons == nvmlClocksEventReasonGpuIdle);
+    unsigned int encoder = 9, period = 0;
+    FRESH_CHECK(nvmlDeviceGetEncoderUtilization(device, &encoder, &period) == NVML_SUCCESS);
+    FRESH_CHECK(encoder == 0 && period > 0);
     unsigned int count = 4;
     nvmlProcessUtilizationSample_t samples[4];
     FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, samples, &count, 0) ==
@@ -871,6 +880,9 @@ TEST(NvmlUtilization, BusyTimeOfTheLastSecondIsReportedForDeviceAndProcess) {
     FRESH_CHECK(nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, &celsius) == NVML_SUCCESS);
     FRESH_CHECK(nvmlDeviceGetPowerUsage(device, &milliwatts) == NVML_SUCCESS);
     FRESH_CHECK(celsius > 30 && milliwatts > 70'000 && milliwatts < 700'000);
+    unsigned long long reasons = 1;
+    FRESH_CHECK(nvmlDeviceGetCurrentClocksEventReasons(device, &reasons) == NVML_SUCCESS);
+    FRESH_CHECK(reasons == nvmlClocksEventReasonNone);
     unsigned long long busy_energy = 0, idle_energy = 0;
     FRESH_CHECK(nvmlDeviceGetTotalEnergyConsumption(device, &busy_energy) == NVML_SUCCESS);
     FRESH_CHECK(nvmlDeviceGetTotalEnergyConsumption(other, &idle_energy) == NVML_SUCCESS);
