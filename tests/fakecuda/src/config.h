@@ -16,7 +16,9 @@ struct DeviceConfig {
   uint32_t sm_count = 0;
   uint32_t cc_major = 0;
   uint32_t cc_minor = 0;
-  uint32_t clock_khz = 0;
+  uint32_t clock_khz = 0;       // SM clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE, NVML's max SM clock)
+  uint32_t mem_clock_khz = 0;   // peak memory clock
+  uint32_t bus_width_bits = 0;  // global memory bus width
   char name[64] = {};
   char uuid[16] = {};  // derived from the index; stable across runs
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "device_limits.h"
 #include "executor.h"
 #include "memory.h"
 
@@ -20,6 +21,12 @@ void set_default_limits(CUctx_st* ctx) {
   ctx->limits[CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2;
   ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
   ctx->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 32;
+  ctx->limits[CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0;
+  // Not a CIG (graphics-interop) context: its kernels get the whole opt-in
+  // shared memory (chosen: the header documents the limit for CIG only).
+  ctx->limits[CU_LIMIT_SHMEM_SIZE] = kSharedPerBlockOptin;
+  ctx->limits[CU_LIMIT_CIG_ENABLED] = 0;
+  ctx->limits[CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED] = 1;
 }
 
 uint64_t next_context_id = 1;
@@ -361,6 +368,11 @@ FAKECUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) 
 FAKECUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(limit >= 0 && limit < CU_LIMIT_MAX, CUDA_ERROR_UNSUPPORTED_LIMIT);
+  // Properties of the context, not requests: they can only be queried.
+  FAKECUDA_REQUIRE(limit != CU_LIMIT_SHMEM_SIZE && limit != CU_LIMIT_CIG_ENABLED,
+                   CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(limit != CU_LIMIT_MAX_L2_FETCH_GRANULARITY || value <= 128,
+                   CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   CUctx_st* ctx = nullptr;
@@ -374,6 +386,9 @@ FAKECUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     if (extra < ctx->heap_bytes) d.shared().uncharge(ctx->physical, ctx->heap_bytes - extra);
     ctx->heap_bytes = extra;
   }
+  // A hint the driver may clamp to what the hardware has, as documented.
+  if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    value = std::min<size_t>(value, kMaxPersistingL2Bytes);
   ctx->limits[limit] = value;
   return CUDA_SUCCESS;
 }
@@ -466,4 +481,105 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned in
 }
 FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+// ---- Cache and shared memory preferences ------------------------------------------
+
+FAKECUDA_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pconfig, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  *pconfig = ctx->cache_config;
+  return CUDA_SUCCESS;
+}
+
+// A preference only: kept and reported, it changes no limit.
+FAKECUDA_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(config >= CU_FUNC_CACHE_PREFER_NONE && config <= CU_FUNC_CACHE_PREFER_EQUAL,
+                   CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  ctx->cache_config = config;
+  return CUDA_SUCCESS;
+}
+
+// Shared memory banks are four bytes wide and fixed since Maxwell: the
+// setter is accepted and has no effect, as documented for such devices.
+FAKECUDA_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pConfig, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  *pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(config >= CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE &&
+                       config <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE,
+                   CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  return current_context_checked(&ctx);
+}
+
+// Persisting lines hold no data in the simulator: resetting them is a no-op
+// on the current context.
+FAKECUDA_EXPORT CUresult cuCtxResetPersistingL2Cache(void) {
+  FAKECUDA_REQUIRE_INIT();
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  return current_context_checked(&ctx);
+}
+
+// Contexts are not created with an SM limit (that needs MPS): the affinity
+// of every context is the whole device.
+FAKECUDA_EXPORT CUresult cuCtxGetExecAffinity(CUexecAffinityParam* pExecAffinity,
+                                              CUexecAffinityType type) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pExecAffinity, CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(type == CU_EXEC_AFFINITY_TYPE_SM_COUNT, CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  pExecAffinity->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+  pExecAffinity->param.smCount.val = d.device(ctx->ordinal).config->sm_count;
+  return CUDA_SUCCESS;
+}
+
+// ---- Deprecated usage counts (CUDA 2.0), still exported -------------------------
+
+// Counts one more user of the current context and returns it.
+FAKECUDA_EXPORT CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pctx && flags == 0, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  ++ctx->attached;
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+// Counts one user less; the creator's own count is the last, and dropping
+// it destroys the context as cuCtxDestroy does. The context must be current.
+FAKECUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  std::unique_lock<std::mutex> lock(d.mu);
+  FAKECUDA_REQUIRE(live_context(ctx) && ctx == current_context(), CUDA_ERROR_INVALID_CONTEXT);
+  if (ctx->attached > 0) {
+    --ctx->attached;
+    return CUDA_SUCCESS;
+  }
+  FAKECUDA_REQUIRE(!ctx->primary, CUDA_ERROR_INVALID_CONTEXT);
+  destroy_context(lock, ctx);
+  return CUDA_SUCCESS;
 }

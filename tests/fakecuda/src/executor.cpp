@@ -84,8 +84,10 @@ uint64_t Executor::step_locked(std::unique_lock<std::mutex>& lock) {
           earliest = earliest ? std::min(earliest, op.end_ns) : op.end_ns;
           continue;
         }
-        if (op.kind == Op::Kind::kKernel)
+        if (op.kind == Op::Kind::kKernel) {
           d.tracer().kernel(s->ctx->physical, s->id, op.start_ns, op.end_ns, *op.name);
+          d.shared().kernel_done(s->ctx->physical, Interval{op.start_ns, op.end_ns});
+        }
         s->clock_ns = std::max(s->clock_ns, op.end_ns);
         s->queue.pop_front();
         progress = true;

@@ -218,16 +218,3 @@ FAKECUDA_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache) {
   FAKECUDA_REQUIRE(d.is_live(hfunc, kFunctionMagic), CUDA_ERROR_INVALID_HANDLE);
   return CUDA_SUCCESS;
 }
-
-FAKECUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks,
-                                                                     CUfunction func, int blockSize,
-                                                                     size_t dynamicSMemSize) {
-  FAKECUDA_REQUIRE_INIT();
-  FAKECUDA_REQUIRE(numBlocks && blockSize > 0 && blockSize <= 1024, CUDA_ERROR_INVALID_VALUE);
-  (void)dynamicSMemSize;
-  Driver& d = Driver::get();
-  std::lock_guard<std::mutex> guard(d.mu);
-  FAKECUDA_REQUIRE(d.is_live(func, kFunctionMagic), CUDA_ERROR_INVALID_HANDLE);
-  *numBlocks = std::min(32, 2048 / blockSize);
-  return CUDA_SUCCESS;
-}

@@ -105,6 +105,8 @@ struct CUctx_st {
   unsigned flags;
   uint64_t heap_bytes;  // CU_LIMIT_MALLOC_HEAP_SIZE beyond the default, charged
   size_t limits[CU_LIMIT_MAX];
+  CUfunc_cache cache_config;  // cuCtxSetCacheConfig's preference
+  int attached;               // cuCtxAttach calls not yet matched by cuCtxDetach
   uint64_t id;
   uint64_t next_seq;
   CUstream_st* legacy_stream;

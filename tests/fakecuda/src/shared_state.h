@@ -18,6 +18,11 @@
 //    the kernel when it dies). The exporter's slot holds the charge until it
 //    frees the memory or dies; then the record holds it (counted in used())
 //    until no process maps it any more.
+//  * Busy time (for NVML's utilization) is kept in rings of time buckets, per
+//    device (counted when reserved) and per process slot (counted when a
+//    kernel completes); each bucket is one word holding its epoch and its
+//    busy nanoseconds, changed by compare-and-swap. A process killed between
+//    two buckets of one kernel leaves the kernel counted in part.
 #pragma once
 
 #include <pthread.h>
@@ -43,6 +48,15 @@ struct ProcessUsage {
 struct Interval {
   uint64_t start_ns;
   uint64_t end_ns;
+};
+
+// NVML's sample period: utilization is the busy fraction of the last second.
+inline constexpr uint64_t kUtilizationWindowNs = 1'000'000'000;
+
+struct ProcessBusy {
+  pid_t pid;
+  uint64_t last_active_ns;  // end of its latest kernel on the device (may be ahead of now)
+  uint32_t percent;         // of the window ending at the query, 0..100
 };
 
 class SharedState {
@@ -92,7 +106,22 @@ class SharedState {
 
   // Reserves the next free interval of `duration_ns` on device `dev`'s
   // timeline, starting no earlier than `not_before_ns`.
+  // The interval is counted as busy time of the device at once.
   Interval reserve(uint32_t dev, uint64_t not_before_ns, uint64_t duration_ns);
+  // A kernel of this process ran in `ran` on `dev`: counted as its busy time.
+  void kernel_done(uint32_t dev, Interval ran);
+
+  // Percent of the kUtilizationWindowNs before `now` during which device
+  // `dev` ran a kernel of any process.
+  uint32_t utilization(uint32_t dev, uint64_t now);
+  // Live processes that ran a kernel on `dev` within the window before
+  // `now`, with their share of it; returns how many exist (only `capacity`
+  // are written).
+  size_t process_utilization(uint32_t dev, uint64_t now, ProcessBusy* out, size_t capacity);
+  // Every nanosecond of kernels ever reserved on `dev` (some may lie ahead).
+  uint64_t busy_total(uint32_t dev) const;
+  // When the simulated machine was built (the driver "loaded"), now_ns() clock.
+  uint64_t created_ns() const;
 
  private:
   struct Layout;
