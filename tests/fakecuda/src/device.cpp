@@ -123,16 +123,6 @@ std::optional<int> attribute(const VisibleDevice& dev, CUdevice_attribute attrib
       return CU_COMPUTEMODE_DEFAULT;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
       return 0;
-    // Memory entry points the simulator has (ipc.cpp, stream_memops.cpp).
-    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
-      return 1;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
       return static_cast<int>(dev.physical);
 

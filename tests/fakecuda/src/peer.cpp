@@ -48,29 +48,3 @@ FAKECUDA_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
   peers.erase(it);
   return CUDA_SUCCESS;
 }
-
-FAKECUDA_EXPORT CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib,
-                                                 CUdevice srcDevice, CUdevice dstDevice) {
-  FAKECUDA_REQUIRE_INIT();
-  Driver& d = Driver::get();
-  FAKECUDA_REQUIRE(d.valid_device(srcDevice) && d.valid_device(dstDevice) && srcDevice != dstDevice,
-                   CUDA_ERROR_INVALID_DEVICE);
-  FAKECUDA_REQUIRE(value, CUDA_ERROR_INVALID_VALUE);
-  // A link of one kind between every pair: peer access, arrays and every
-  // atomic, as on an NVLink-connected HGX board.
-  switch (attrib) {
-    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
-      *value = 0;
-      return CUDA_SUCCESS;
-    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
-    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
-    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
-      *value = 1;
-      return CUDA_SUCCESS;
-    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED:
-      *value = 0;
-      return CUDA_SUCCESS;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-}
