@@ -85,7 +85,10 @@ CUresult batch(CUstream stream, unsigned count, CUstreamBatchMemOpParams* params
   FAKECUDA_REQUIRE(flags == 0 && count > 0 && count <= kMaxBatch && params,
                    CUDA_ERROR_INVALID_VALUE);
   std::lock_guard<std::mutex> guard(Driver::get().mu);
-  // All or nothing: every operation is checked before any is enqueued.
+  // All or nothing: the stream and every operation are checked before any
+  // is enqueued.
+  CUstream_st* resolved = nullptr;
+  if (CUresult r = resolve_stream(stream, mode, &resolved); r != CUDA_SUCCESS) return r;
   std::vector<Op> ops;
   for (unsigned i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& p = params[i];
@@ -130,7 +133,7 @@ CUresult batch(CUstream stream, unsigned count, CUstreamBatchMemOpParams* params
     }
   }
   for (Op& op : ops)
-    if (CUresult r = submit_locked(stream, mode, std::move(op)); r != CUDA_SUCCESS) return r;
+    if (CUresult r = submit_locked(resolved, mode, std::move(op)); r != CUDA_SUCCESS) return r;
   return CUDA_SUCCESS;
 }
 

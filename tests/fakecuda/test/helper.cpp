@@ -18,6 +18,8 @@
 //     exit                  exits at once, freeing nothing
 //   ipc-churn HANDLE        opens and closes the handle in a loop, printing "running"
 //                           once, until killed
+//   ipc-export-churn        allocates, exports and frees in a loop, printing "running"
+//                           once, until killed
 //   ipc-event HANDLE        opens the event handle, prints the result, then answers
 //     query                 cuEventQuery's result
 //     sync                  cuEventSynchronize's result
@@ -211,6 +213,15 @@ int main(int argc, char** argv) {
       CUdeviceptr p = 0;
       if (cuIpcOpenMemHandle_v2(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return 4;
       if (cuIpcCloseMemHandle(p)) return 5;
+    }
+  }
+  if (cmd == "ipc-export-churn") {
+    primary();
+    std::printf("running\n");
+    for (;;) {
+      CUdeviceptr p = 0;
+      CUipcMemHandle handle{};
+      if (cuMemAlloc_v2(&p, 4 << 20) || cuIpcGetMemHandle(&handle, p) || cuMemFree_v2(p)) return 4;
     }
   }
   if (cmd == "ipc-event" && argc == 3) {

@@ -271,6 +271,27 @@ TEST(Ipc, AProcessKilledWhileOpeningAndClosingLeavesNothingBehind) {
   EXPECT_EQ(free_memory(), before);
 }
 
+TEST(Ipc, AProcessKilledWhileExportingAndFreeingLeavesNothingBehind) {
+  init_primary(0);
+  const size_t before = free_memory();
+  for (int round = 0; round < 5; ++round) {
+    Helper churn = spawn_helper({"ipc-export-churn"});
+    ASSERT_EQ(churn.read_line(), "running");
+    usleep(static_cast<useconds_t>(2000 + 3000 * round));
+    kill(churn.pid, SIGKILL);
+    EXPECT_EQ(churn.wait(), 128 + SIGKILL);
+    EXPECT_EQ(free_memory(), before) << "round " << round;
+  }
+  Exported e = export_memory(kMiB, 0x21);
+  Helper opener = spawn_helper({"ipc-open", e.hex});
+  EXPECT_EQ(opener.read_line(), "CUDA_SUCCESS");
+  EXPECT_EQ(opener.ask("read"), "21212121");
+  kill(opener.pid, SIGKILL);
+  opener.wait();
+  ASSERT_CU(cuMemFree_v2(e.p));
+  EXPECT_EQ(free_memory(), before);
+}
+
 TEST(Ipc, EventsNeedInterprocessAndDisableTiming) {
   init_primary(0);
   CUipcEventHandle handle{};
