@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "context.h"
@@ -239,10 +240,14 @@ struct Tables {
   }
 };
 
+// In the library's own storage, as the real driver's tables are in its image
+// (callers may ask which library a table belongs to), and trivially
+// destructible, so usable until the process ends.
 const Tables& tables() {
-  static const Tables* instance = new Tables();  // never destroyed, like the driver
-  return *instance;
+  static const Tables instance;
+  return instance;
 }
+static_assert(std::is_trivially_destructible_v<Tables>);
 
 // ---- INTEGRITY_CHECK -------------------------------------------------------------------
 

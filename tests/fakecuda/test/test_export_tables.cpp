@@ -1,5 +1,6 @@
 // The driver's private tables that NVIDIA's CUDA runtime fetches through
 // cuGetExportTable (src/export_tables.cpp).
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -107,8 +108,11 @@ TEST_F(ExportTables, EveryKnownTableHasItsSizeAndNoEmptySlot) {
   // Context-local storage has no size word.
   for (size_t i = 0; i < 4; ++i)
     EXPECT_NE(table(kStorage)[i], nullptr);
-  // The same table each time.
+  // The same table each time, in the driver's own image (interposers ask).
   EXPECT_EQ(table(kCudart), table(kCudart));
+  Dl_info info{};
+  ASSERT_NE(dladdr(table(kCudart), &info), 0);
+  EXPECT_NE(std::strstr(info.dli_fname, "libcuda.so.1"), nullptr) << info.dli_fname;
 }
 
 TEST_F(ExportTables, OtherTablesAreRefused) {

@@ -134,11 +134,13 @@ void streams() {
   CHECK(ms >= 0);
 
   // The legacy default stream and the device as a whole.
-  RT(cudaMemsetAsync(device = nullptr, 0, 0, nullptr));
   void* p = nullptr;
   RT(cudaMallocAsync(&p, kBytes, nullptr));
+  RT(cudaMemsetAsync(p, 0x11, kBytes, nullptr));
+  RT(cudaMemcpyAsync(back.data(), p, kBytes, cudaMemcpyDeviceToHost, nullptr));
   RT(cudaFreeAsync(p, nullptr));
   RT(cudaDeviceSynchronize());
+  CHECK(back[0] == 0x11 && back[kBytes - 1] == 0x11);
 
   RT(cudaEventDestroy(start));
   RT(cudaEventDestroy(stop));
