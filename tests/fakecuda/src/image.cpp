@@ -9,7 +9,8 @@
 //   entry     u16 kind (1 PTX, 2 cubin), u16 version, u32 header size,
 //             u64 payload size (padded), u32 compressed size at 16,
 //             u32 architecture (10*major+minor) at 28, u64 flags at 40
-//             (0x2000 LZ4, 0x8000 ZSTD), u64 decompressed size at 56
+//             (0x2000 LZ4, 0x8000 ZSTD, 0x100000 arch-specific "a", 0x200000
+//             family "f"), u64 decompressed size at 56
 //   cubin     ELF64, EM_CUDA (190). Kernels are STT_FUNC symbols marked as
 //             entries (st_other 0x10) in `.text.<name>`; their parameters are
 //             the KPARAM_INFO attributes (0x17) of `.nv.info.<name>`:
@@ -39,6 +40,7 @@ constexpr uint16_t kEntryPtx = 1;
 constexpr uint16_t kEntryCubin = 2;
 constexpr uint64_t kEntryLz4 = 0x2000;
 constexpr uint64_t kEntryZstd = 0x8000;
+constexpr uint64_t kEntryArchSpecific = 0x100000;  // sm_90a and the like: that device only
 constexpr uint16_t kMachineCuda = 190;
 constexpr uint8_t kEntryFunction = 0x10;    // st_other of a kernel's symbol
 constexpr uint8_t kManagedVariable = 0x04;  // st_other of a __managed__ variable (nvcc 13.0)
@@ -273,13 +275,16 @@ bool parse_variable(const std::string& decl, GlobalImage* var, bool* is_variable
   return true;
 }
 
-// Target architecture of `.target sm_NN[a|f]`, 0 when absent.
-unsigned ptx_target(const std::string& text) {
+// Whether a device of capability `cc` can compile PTX for `.target sm_NN[a|f]`
+// (no target: any): not above the device, and exactly it for an "a" target.
+bool ptx_target_fits(const std::string& text, unsigned cc) {
   size_t at = text.find(".target");
-  if (at == std::string::npos) return 0;
+  if (at == std::string::npos) return true;
   size_t sm = text.find("sm_", at);
-  if (sm == std::string::npos || sm > text.find('\n', at)) return 0;
-  return static_cast<unsigned>(std::strtoul(text.c_str() + sm + 3, nullptr, 10));
+  if (sm == std::string::npos || sm > text.find('\n', at)) return true;
+  char* end = nullptr;
+  const unsigned target = static_cast<unsigned>(std::strtoul(text.c_str() + sm + 3, &end, 10));
+  return *end == 'a' ? target == cc : target <= cc;
 }
 
 CUresult read_ptx(const char* text, size_t size, unsigned cc, Image* out) {
@@ -287,7 +292,7 @@ CUresult read_ptx(const char* text, size_t size, unsigned cc, Image* out) {
   if (ptx.find(".version") == std::string::npos || ptx.find(".target") == std::string::npos)
     return CUDA_ERROR_INVALID_IMAGE;
   // A target newer than the device is what the JIT compiler refuses.
-  if (ptx_target(ptx) > cc) return CUDA_ERROR_INVALID_PTX;
+  if (!ptx_target_fits(ptx, cc)) return CUDA_ERROR_INVALID_PTX;
   Image image;
   image.code_bytes = size;
   std::string statement;
@@ -555,10 +560,12 @@ CUresult read_fatbin(Bytes b, unsigned cc_major, unsigned cc_minor, Image* out) 
   // The driver's choice: a cubin the device runs, else PTX it can compile.
   const unsigned cc = cc_major * 10 + cc_minor;
   const Entry* chosen = nullptr;
-  for (const Entry& e : found)
-    if (e.kind == kEntryCubin && e.arch / 10 == cc_major && e.arch % 10 <= cc_minor &&
-        (!chosen || e.arch > chosen->arch))
-      chosen = &e;
+  for (const Entry& e : found) {
+    const bool runs = (e.flags & kEntryArchSpecific)
+                          ? e.arch == cc
+                          : e.arch / 10 == cc_major && e.arch % 10 <= cc_minor;
+    if (e.kind == kEntryCubin && runs && (!chosen || e.arch > chosen->arch)) chosen = &e;
+  }
   if (!chosen)
     for (const Entry& e : found)
       if (e.kind == kEntryPtx && e.arch <= cc && (!chosen || e.arch > chosen->arch)) chosen = &e;

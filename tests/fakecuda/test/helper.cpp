@@ -6,6 +6,7 @@
 //   spin NS COUNT           runs COUNT timed kernels of NS each, prints "done"
 //   fork                    initialises, forks; the child prints what cuInit and
 //                           cuMemAlloc return there
+//   load FILE               prints what cuModuleLoad of FILE returns
 //   library FILE            loads FILE as a library while contexts exist on devices
 //                           0 and 1, then creates another on device 1; prints the
 //                           loading mode and the device memory each step took
@@ -94,6 +95,12 @@ int main(int argc, char** argv) {
       if (cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr)) return 4;
     if (cuStreamSynchronize(stream)) return 5;
     std::printf("done\n");
+    return 0;
+  }
+  if (cmd == "load" && argc == 3) {
+    primary();
+    CUmodule module = nullptr;
+    std::printf("%s\n", name(cuModuleLoad(&module, argv[2])));
     return 0;
   }
   if (cmd == "library" && argc == 3) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -222,6 +223,26 @@ TEST_F(Images, NoEntryForTheDevice) {
   const char* ptx = ".version 8.0\n.target sm_100\n.address_size 64\n.visible .entry k()\n{\n}\n";
   EXPECT_EQ(cuModuleLoadData(&module, ptx), CUDA_ERROR_INVALID_PTX);
   EXPECT_EQ(taken(), 0u);
+}
+
+// The entry the driver picks, on devices of other capabilities (helper
+// processes with their own simulated machine).
+TEST(ImageChoice, FollowsTheDevicesCapability) {
+  auto load_on = [](const char* cc, const char* image) {
+    std::map<std::string, std::string> env{{"FAKECUDA_CC", cc},
+                                           {"FAKECUDA_STATE", test_dir() + "/cc-" + cc}};
+    std::string out = run_helper({"load", image_path(image)}, env);
+    return out.substr(0, out.find('\n'));
+  };
+  EXPECT_EQ(load_on("9.0", "kernels_sm90a.fatbin"), "CUDA_SUCCESS");
+  EXPECT_EQ(load_on("9.5", "kernels_sm90a.fatbin"), "CUDA_ERROR_NO_BINARY_FOR_GPU")
+      << "an arch-specific cubin runs on its own architecture only";
+  EXPECT_EQ(load_on("9.5", "kernels.fatbin"), "CUDA_SUCCESS") << "a newer minor runs sm_90";
+  EXPECT_EQ(load_on("8.6", "kernels.fatbin"), "CUDA_ERROR_NO_BINARY_FOR_GPU");
+  EXPECT_EQ(load_on("8.6", "kernels.cubin"), "CUDA_ERROR_NO_BINARY_FOR_GPU");
+  EXPECT_EQ(load_on("8.6", "kernels_ptx80.fatbin"), "CUDA_SUCCESS") << "PTX for 8.0 compiles";
+  EXPECT_EQ(load_on("7.5", "kernels_ptx80.fatbin"), "CUDA_ERROR_NO_BINARY_FOR_GPU");
+  EXPECT_EQ(load_on("8.6", "kernels.ptx"), "CUDA_ERROR_INVALID_PTX") << ".target sm_90";
 }
 
 TEST_F(Images, ImageWithoutKernels) {
