@@ -26,8 +26,10 @@ namespace {
 //   FAKECUDA_DRIVER_VERSION   cuDriverGetVersion (1000*major + 10*minor)   13000
 //   FAKECUDA_STATE            shared state file       /dev/shm/fakecuda-<uid>.state
 //   FAKECUDA_TRACE            one line per executed kernel to this file    (off)
-//   FAKECUDA_KERNEL_NS        duration of kernels without a duration arg   10000
+//   FAKECUDA_KERNEL_NS        a kernel's base duration                     10000
+//   FAKECUDA_KERNEL_NS_PER_WAVE  plus this per wave (one block per SM)     100
 //   FAKECUDA_LAUNCH_DELAY_NS  host time a launch spends before the lock    0
+//   CUDA_MODULE_LOADING       LAZY or EAGER, as with the real driver       LAZY
 constexpr uint32_t kDefaultDevices = 1;
 constexpr uint64_t kDefaultMem = 16ull << 30;
 constexpr uint32_t kDefaultSms = 132;
@@ -38,6 +40,7 @@ constexpr uint64_t kDefaultKernelNs = 10000;
 constexpr uint32_t kDefaultClockKhz = 1980000;
 constexpr uint32_t kDefaultMemClockKhz = 2619000;
 constexpr uint32_t kDefaultBusWidth = 5120;
+constexpr uint64_t kDefaultKernelNsPerWave = 100;
 constexpr const char* kDefaultName = "FakeCUDA Simulated GPU";
 
 const char* env(const char* name) {
@@ -220,6 +223,15 @@ bool load_config(Config& out, std::string& error) {
     error = std::string("FAKECUDA_KERNEL_NS=") + raw + ": expected nanoseconds";
     return false;
   }
+  p.kernel_ns_per_wave = kDefaultKernelNsPerWave;
+  if (const char* raw = env("FAKECUDA_KERNEL_NS_PER_WAVE");
+      raw && !parse_uint(raw, p.kernel_ns_per_wave)) {
+    error = std::string("FAKECUDA_KERNEL_NS_PER_WAVE=") + raw + ": expected nanoseconds";
+    return false;
+  }
+  // The real driver reads only EAGER; anything else is its default, LAZY.
+  if (const char* raw = env("CUDA_MODULE_LOADING"))
+    p.eager_module_loading = std::string(raw) == "EAGER";
   if (const char* raw = env("FAKECUDA_LAUNCH_DELAY_NS");
       raw && !parse_uint(raw, p.launch_delay_ns)) {
     error = std::string("FAKECUDA_LAUNCH_DELAY_NS=") + raw + ": expected nanoseconds";

@@ -35,11 +35,13 @@ struct MachineConfig {
 
 // Per-process options that do not describe the machine.
 struct ProcessOptions {
-  std::string state_path;          // FAKECUDA_STATE
-  std::string trace_path;          // FAKECUDA_TRACE ("" = off)
-  uint64_t default_kernel_ns = 0;  // FAKECUDA_KERNEL_NS
-  uint64_t launch_delay_ns = 0;    // FAKECUDA_LAUNCH_DELAY_NS
-  std::string visible_devices;     // CUDA_VISIBLE_DEVICES (raw)
+  std::string state_path;             // FAKECUDA_STATE
+  std::string trace_path;             // FAKECUDA_TRACE ("" = off)
+  uint64_t default_kernel_ns = 0;     // FAKECUDA_KERNEL_NS: a kernel's base duration
+  uint64_t kernel_ns_per_wave = 0;    // FAKECUDA_KERNEL_NS_PER_WAVE: plus this per wave of blocks
+  bool eager_module_loading = false;  // CUDA_MODULE_LOADING=EAGER
+  uint64_t launch_delay_ns = 0;       // FAKECUDA_LAUNCH_DELAY_NS
+  std::string visible_devices;        // CUDA_VISIBLE_DEVICES (raw)
   bool visible_devices_set = false;
 };
 

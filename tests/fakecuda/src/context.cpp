@@ -4,6 +4,7 @@
 
 #include "device_limits.h"
 #include "executor.h"
+#include "functions.h"
 #include "memory.h"
 
 using namespace fakecuda;
@@ -69,6 +70,7 @@ CUresult create_context_locked(CUdevice ordinal, unsigned flags, bool primary, C
   d.contexts.push_back(ctx);
   ctx->legacy_stream = new_stream(ctx, CUstream_st::Kind::kLegacy, 0, 0);
   d.shared().context_created(dev.physical);
+  load_libraries_into_locked(ctx);
   *out = ctx;
   return CUDA_SUCCESS;
 }
@@ -130,12 +132,7 @@ void release_context_locked(CUctx_st* ctx) {
       }
       case kModuleMagic: {
         auto* m = static_cast<CUmod_st*>(object);
-        if ((owned = m->ctx == ctx)) {
-          d.shared().uncharge(ctx->physical, m->charged);
-          for (auto& fn : m->functions)
-            d.live.erase(fn.get());
-          delete m;
-        }
+        if ((owned = m->ctx == ctx)) destroy_module_locked(m);
         break;
       }
       case kArrayMagic: {

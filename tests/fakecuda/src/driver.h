@@ -38,6 +38,9 @@ enum Magic : uint32_t {
   kGraphMagic = 0x97'a9'40'09,
   kGraphNodeMagic = 0x40'de'00'0a,
   kGraphExecMagic = 0xe4'ec'00'0b,
+  kLibraryMagic = 0x11'b2'a3'0c,
+  kKernelMagic = 0x4e'73'e1'0d,
+  kLinkMagic = 0x11'4c'00'0e,
 };
 
 inline constexpr uint64_t kPageSize = 2ull << 20;  // device memory is charged in 2 MiB pages

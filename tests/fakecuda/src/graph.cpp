@@ -580,8 +580,8 @@ FAKECUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
 }
 
 static CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
-                                size_t count, CUfunction func, const LaunchShape& shape,
-                                void** params, void** extra) {
+                                size_t count, CUfunction func, CUctx_st* ctx,
+                                const LaunchShape& shape, void** params, void** extra) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
@@ -590,25 +590,45 @@ static CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNo
   std::vector<CUgraphNode_st*> dependencies;
   if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
   Op op;
-  if (CUresult r = kernel_op_locked(func, shape, params, extra, &op); r != CUDA_SUCCESS) return r;
+  if (CUresult r = kernel_op_locked(func, shape, params, extra, &op, ctx); r != CUDA_SUCCESS)
+    return r;
   CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_KERNEL, std::move(dependencies));
   node->op = std::move(op);
   *out = node;
   return CUDA_SUCCESS;
 }
 
-// Both node-parameter versions carry the launch the same way (v2 adds the
-// kernel and context handles, which the simulator does not need).
+// The launch a kernel node's parameters describe. v2 adds a CUkernel and the
+// context to take its function from, used when `func` is NULL.
+static LaunchShape node_shape(const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                     {p->blockDimX, p->blockDimY, p->blockDimZ},
+                     p->sharedMemBytes,
+                     false};
+}
+static LaunchShape node_shape(const CUDA_KERNEL_NODE_PARAMS* p) {
+  return LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                     {p->blockDimX, p->blockDimY, p->blockDimZ},
+                     p->sharedMemBytes,
+                     false};
+}
+static CUfunction node_function(const CUDA_KERNEL_NODE_PARAMS_v1* p, CUctx_st** ctx) {
+  *ctx = nullptr;
+  return p->func;
+}
+static CUfunction node_function(const CUDA_KERNEL_NODE_PARAMS* p, CUctx_st** ctx) {
+  *ctx = p->func ? nullptr : p->ctx;
+  return p->func ? p->func : reinterpret_cast<CUfunction>(p->kern);
+}
+
 template <typename Params>
 static CUresult add_kernel_node_with(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
                                      size_t count, const Params* p) {
   FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
-  return add_kernel_node(out, graph, deps, count, p->func,
-                         LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
-                                     {p->blockDimX, p->blockDimY, p->blockDimZ},
-                                     p->sharedMemBytes,
-                                     false},
-                         p->kernelParams, p->extra);
+  CUctx_st* ctx = nullptr;
+  CUfunction func = node_function(p, &ctx);
+  return add_kernel_node(out, graph, deps, count, func, ctx, node_shape(p), p->kernelParams,
+                         p->extra);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph graph,
@@ -621,6 +641,35 @@ FAKECUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph graph
                                                  const CUgraphNode* deps, size_t count,
                                                  const CUDA_KERNEL_NODE_PARAMS* p) {
   return add_kernel_node_with(out, graph, deps, count, p);
+}
+
+// Replaces a kernel node's launch; the node keeps its place and edges.
+template <typename Params>
+static CUresult set_kernel_node_params(CUgraphNode node, const Params* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic), CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(node->type == CU_GRAPH_NODE_TYPE_KERNEL, CUDA_ERROR_INVALID_VALUE);
+  CUctx_st* ctx = nullptr;
+  CUfunction func = node_function(p, &ctx);
+  Op op;
+  if (CUresult r = kernel_op_locked(func, node_shape(p), p->kernelParams, p->extra, &op, ctx);
+      r != CUDA_SUCCESS)
+    return r;
+  node->op = std::move(op);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode node,
+                                                    const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return set_kernel_node_params(node, p);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node,
+                                                       const CUDA_KERNEL_NODE_PARAMS* p) {
+  return set_kernel_node_params(node, p);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph graph,

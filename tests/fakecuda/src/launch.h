@@ -14,8 +14,9 @@ struct LaunchShape {
 };
 
 // Validates the launch as the real driver does and builds its op (caller
-// holds Driver::mu).
+// holds Driver::mu). `f` may be a CUkernel, resolved in `ctx` (nullptr: the
+// current context).
 CUresult kernel_op_locked(CUfunction f, const LaunchShape& shape, void** params, void** extra,
-                          Op* out);
+                          Op* out, CUctx_st* ctx = nullptr);
 
 }  // namespace fakecuda

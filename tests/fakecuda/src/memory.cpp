@@ -66,7 +66,7 @@ CUresult free_device(uintptr_t ptr) {
   FAKECUDA_REQUIRE(it != d.allocations.end(), CUDA_ERROR_INVALID_VALUE);
   const AllocationKind kind = it->second.kind;
   FAKECUDA_REQUIRE(kind != AllocationKind::kHost && kind != AllocationKind::kMapped &&
-                       kind != AllocationKind::kIpc,
+                       kind != AllocationKind::kIpc && kind != AllocationKind::kModule,
                    CUDA_ERROR_INVALID_VALUE);
   // cuMemFree synchronises: work still queued may use the memory.
   d.executor().wait_context_idle(lock, it->second.ctx);

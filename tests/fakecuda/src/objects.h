@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "context_storage.h"
+#include "image.h"
 
 namespace fakecuda {
 
@@ -36,6 +38,7 @@ enum class AllocationKind {
   kGraph,    // from a graph's memory node; the graph pool owns the charge
   kMapped,   // a VMM range mapped to a physical allocation, which owns the charge
   kIpc,      // another process's memory opened with cuIpcOpenMemHandle; charged there
+  kModule,   // a module's variable; the module owns the memory and the charge
 };
 
 struct Allocation {
@@ -164,20 +167,65 @@ inline uint64_t recorded_generation(const CUevent_st* e) {
   return e->ipc ? e->ipc->recorded.load(std::memory_order_acquire) : e->recorded;
 }
 }  // namespace fakecuda
+// What cuFuncSetAttribute may change; the rest of a function's attributes
+// are fixed answers (see module.cpp).
+struct FunctionAttributes {
+  int max_dynamic_shared = 48 << 10;  // opt-in beyond 48 KiB, up to the device's limit
+  int carveout = -1;                  // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+  int cluster[3] = {0, 0, 0};         // required cluster width, height, depth
+  int non_portable_cluster = 0;
+  int cluster_scheduling = 0;
+  CUfunc_cache cache = CU_FUNC_CACHE_PREFER_NONE;
+};
 
 struct CUfunc_st {
   uint32_t magic;
   CUmod_st* module;
   std::shared_ptr<const std::string> name;
-  std::vector<uint32_t> param_sizes;  // bytes of each .param, from the PTX
-  bool timed;                         // first parameter is the duration in ns
+  std::vector<uint32_t> param_sizes;    // bytes of each parameter, from the image
+  std::vector<uint32_t> param_offsets;  // offset of each in the parameter buffer
+  bool timed;                           // first parameter is the duration in ns
+  bool loaded;                          // lazy loading: false until first launch or cuFuncLoad
+  CUkern_st* kernel;                    // the library kernel it is the context's copy of
+  FunctionAttributes attributes;
+};
+
+// A module-scope variable (__device__, __constant__, __managed__), placed in
+// device memory with its initial bytes when the module is loaded.
+struct ModuleGlobal {
+  std::string name;
+  uintptr_t address;
+  size_t size;
+  bool managed;
 };
 
 struct CUmod_st {
   uint32_t magic;
   CUctx_st* ctx;
-  uint64_t charged;
+  uint64_t charged;  // code and variables, in pages
   std::vector<std::unique_ptr<CUfunc_st>> functions;
+  std::vector<ModuleGlobal> globals;
+  void* globals_base;     // one mapping holds every variable
+  size_t globals_mapped;  // its length
+  CUlib_st* library;      // set for a library's per-context module
+};
+
+// A library: an image read once, loaded into each context where it is used
+// (lazily at first use, or at load and context creation with
+// CUDA_MODULE_LOADING=EAGER).
+struct CUlib_st {
+  uint32_t magic;
+  std::shared_ptr<const fakecuda::Image> image;
+  std::vector<std::unique_ptr<CUkern_st>> kernels;  // one per kernel of the image
+  std::map<CUctx_st*, CUmod_st*> modules;           // per context where it is loaded
+};
+
+// A library's kernel, context-independent; each context gets a CUfunction.
+struct CUkern_st {
+  uint32_t magic;
+  CUlib_st* library;
+  size_t index;                                       // into the image's kernels
+  std::map<CUdevice, FunctionAttributes> attributes;  // set per device with cuKernelSetAttribute
 };
 
 namespace fakecuda {

@@ -90,9 +90,10 @@ CUresult free_async(CUdeviceptr dptr, CUstream handle, DefaultStream mode) {
   if (s->capture) return capture_mem_free_locked(s, dptr);
   auto it = d.allocations.find(dptr);
   FAKECUDA_REQUIRE(it != d.allocations.end(), CUDA_ERROR_INVALID_VALUE);
-  FAKECUDA_REQUIRE(
-      it->second.kind != AllocationKind::kHost && it->second.kind != AllocationKind::kMapped,
-      CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(it->second.kind != AllocationKind::kHost &&
+                       it->second.kind != AllocationKind::kMapped &&
+                       it->second.kind != AllocationKind::kModule,
+                   CUDA_ERROR_INVALID_VALUE);
   // The pointer is dead to new calls at once; its memory returns to the pool
   // when the stream reaches the free.
   const Allocation a = it->second;

@@ -24,6 +24,10 @@
 //     query                 cuEventQuery's result
 //     sync                  cuEventSynchronize's result
 //     record                records it on a new stream, prints the result
+//   load FILE               prints what cuModuleLoad of FILE returns
+//   library FILE            loads FILE as a library while contexts exist on devices
+//                           0 and 1, then creates another on device 1; prints the
+//                           loading mode and the device memory each step took
 #include <cuda.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -163,6 +167,41 @@ int main(int argc, char** argv) {
     if (cuStreamSynchronize(stream)) return 5;
     std::printf("done\n");
     return 0;
+  }
+  if (cmd == "load" && argc == 3) {
+    primary();
+    CUmodule module = nullptr;
+    std::printf("%s\n", name(cuModuleLoad(&module, argv[2])));
+    return 0;
+  }
+  if (cmd == "library" && argc == 3) {
+    CUcontext ctx0 = primary();
+    auto free_on = [](CUcontext ctx) {
+      size_t free = 0, total = 0;
+      cuCtxSetCurrent(ctx);
+      cuMemGetInfo_v2(&free, &total);
+      return static_cast<long long>(free);
+    };
+    CUcontext ctx1 = nullptr, ctx2 = nullptr;
+    if (cuCtxCreate(&ctx1, nullptr, 0, 1)) return 3;
+    CUmoduleLoadingMode mode;
+    cuModuleGetLoadingMode(&mode);
+    std::printf("mode %s\n", mode == CU_MODULE_EAGER_LOADING ? "eager" : "lazy");
+    const long long before0 = free_on(ctx0), before1 = free_on(ctx1);
+    cuCtxSetCurrent(ctx0);
+    CUlibrary library = nullptr;
+    if (cuLibraryLoadFromFile(&library, argv[2], nullptr, nullptr, 0, nullptr, nullptr, 0))
+      return 4;
+    std::printf("load %lld %lld\n", before0 - free_on(ctx0), before1 - free_on(ctx1));
+    const long long ready1 = free_on(ctx1);
+    if (cuCtxCreate(&ctx2, nullptr, 0, 1)) return 5;
+    std::printf("new-context %lld\n", ready1 - free_on(ctx2));
+    CUkernel kernel = nullptr;
+    CUfunction f = nullptr;
+    const long long loaded0 = free_on(ctx0);
+    if (cuLibraryEnumerateKernels(&kernel, 1, library) || cuKernelGetFunction(&f, kernel)) return 6;
+    std::printf("function %lld\n", loaded0 - free_on(ctx0));
+    return cuLibraryUnload(library) == CUDA_SUCCESS ? 0 : 7;
   }
   if (cmd == "fork") {
     primary();
