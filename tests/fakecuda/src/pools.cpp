@@ -39,6 +39,10 @@ CUmemPoolHandle_st* current_pool_locked(int ordinal) {
 
 // Gives the pool's unused pages above `keep` back to the device.
 void shrink(CUmemPoolHandle_st* pool, uint64_t keep) {
+  // A threshold at or above what is reserved keeps it all; UINT64_MAX ("never
+  // release", as PyTorch's cudaMallocAsync backend sets it) would overflow
+  // the round-up below.
+  if (keep >= pool->reserved) return;
   const uint64_t floor = round_up(std::max(pool->used, keep), kPageSize);
   if (pool->reserved <= floor) return;
   Driver::get().shared().uncharge(pool->physical, pool->reserved - floor);
