@@ -150,6 +150,14 @@ bool debug_enabled() {
   return enabled;
 }
 
+bool debug_calls_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("FAKECUDA_DEBUG");
+    return value && std::strcmp(value, "calls") == 0;
+  }();
+  return enabled;
+}
+
 std::vector<CUctx_st*>& context_stack() {
   thread_local std::vector<CUctx_st*> stack;
   return stack;

@@ -111,6 +111,9 @@ class Driver {
 // private tables and slots not simulated), which is how to find what a
 // library needs of the driver.
 bool debug_enabled();
+// FAKECUDA_DEBUG=calls: cuGetProcAddress also hands out pointers that name on
+// stderr every call that does not return CUDA_SUCCESS (entry_points.cpp).
+bool debug_calls_enabled();
 
 // Thread-local stack of current contexts (cuCtxPushCurrent/PopCurrent).
 std::vector<CUctx_st*>& context_stack();

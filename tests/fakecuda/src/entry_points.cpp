@@ -23,6 +23,24 @@ struct EntryPoint {
   int version;
   StreamKind stream;
   void* fn;
+  void* traced;  // the same, naming its failures on stderr (FAKECUDA_DEBUG=calls)
+};
+
+// A call through a looked-up pointer that says on stderr when it fails: how
+// a library's failure is traced to the driver answer it did not accept.
+template <typename F, F fn, const char* name>
+struct Traced;
+template <typename... Args, CUresult (*fn)(Args...), const char* name>
+struct Traced<CUresult (*)(Args...), fn, name> {
+  static CUresult call(Args... args) {
+    const CUresult result = fn(args...);
+    if (result != CUDA_SUCCESS) {
+      const char* error = nullptr;
+      cuGetErrorName(result, &error);
+      std::fprintf(stderr, "fakecuda: %s -> %s\n", name, error ? error : "?");
+    }
+    return result;
+  }
 };
 
 #define FAKECUDA_STREAM_KIND_ StreamKind::kLegacy
@@ -35,9 +53,14 @@ struct EntryPoint {
 #include "entry_points.inc"
 #undef FAKECUDA_ENTRY
 
+#define FAKECUDA_ENTRY(base, symbol, version, suffix) constexpr char kName_##symbol[] = #symbol;
+#include "entry_points.inc"
+#undef FAKECUDA_ENTRY
+
 const EntryPoint kEntryPoints[] = {
-#define FAKECUDA_ENTRY(base, symbol, version, suffix) \
-  {#base, version, FAKECUDA_STREAM_KIND_##suffix, reinterpret_cast<void*>(&symbol)},
+#define FAKECUDA_ENTRY(base, symbol, version, suffix)                               \
+  {#base, version, FAKECUDA_STREAM_KIND_##suffix, reinterpret_cast<void*>(&symbol), \
+   reinterpret_cast<void*>(&Traced<decltype(&symbol), &symbol, kName_##symbol>::call)},
 #include "entry_points.inc"
 #undef FAKECUDA_ENTRY
 };
@@ -73,7 +96,7 @@ CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_
               : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                       : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (best)
-    *pfn = best->fn;
+    *pfn = debug_calls_enabled() ? best->traced : best->fn;
   else if (debug_enabled())
     std::fprintf(stderr, "fakecuda: cuGetProcAddress(\"%s\", %d, %s) -> NULL (%s)\n", symbol,
                  version, per_thread ? "per-thread" : "legacy",

@@ -24,13 +24,24 @@ using namespace fakecuda;
 
 namespace {
 
-enum TableId { kCudart, kHooks, kToolsTls, kStorage, kChecks, kIntegrity, kToolsContext, kTest };
+enum TableId {
+  kCudart,
+  kHooks,
+  kToolsTls,
+  kStorage,
+  kChecks,
+  kIntegrity,
+  kToolsContext,
+  kMatmul,
+  kTest
+};
 
 constexpr const char* kTableNames[] = {
     "CUDART_INTERFACE", "TOOLS_RUNTIME_CALLBACK_HOOKS",
     "TOOLS_TLS",        "CONTEXT_LOCAL_STORAGE",
     "CONTEXT_CHECKS",   "INTEGRITY_CHECK",
-    "TOOLS_CONTEXT",    "fakecuda-test-01",
+    "TOOLS_CONTEXT",    "cuBLASLt matmul (1734dc26)",
+    "fakecuda-test-01",
 };
 
 // Callers pass arguments this function does not read, which the C calling
@@ -105,6 +116,16 @@ void hooks_small_buffer(void** buffer, size_t* size) {
 }
 
 void hooks_no_op() {}
+
+// ---- TOOLS_TLS -------------------------------------------------------------------
+
+// Slot 2 is called by cuBLAS's SGEMM path (twice: a stack address, a word,
+// a pointer). Its meaning is not public; with no tool attached, success that
+// writes nothing is what lets SGEMM go on (CUDA_ERROR_NOT_SUPPORTED makes it
+// fail with CUBLAS_STATUS_NOT_SUPPORTED). Not checked against a real driver.
+CUresult tools_tls_no_tool() {
+  return CUDA_SUCCESS;
+}
 
 // ---- CONTEXT_LOCAL_STORAGE -------------------------------------------------------
 
@@ -216,6 +237,11 @@ struct Tables {
   Table<kChecks, 4> checks{true};
   Table<kIntegrity, 3> integrity{true};
   Table<kToolsContext, 93> tools_context{true};
+  // Asked for by cuBLASLt's half-precision matmul heuristics, which call its
+  // slots 4 and 13 without checking that the table was given (a NULL table
+  // is a crash). Its meaning is not public: every slot fails as an
+  // unsimulated one does, and cuBLASLt takes its other path.
+  Table<kMatmul, 32> matmul{true};
   Table<kTest, 2> test{true};
 
   Tables() {
@@ -223,6 +249,8 @@ struct Tables {
     cudart.set(7, &cudart_no_op);
     cudart.set(12, &cudart_load_compilers);
     hooks.set(1, &hooks_no_op);
+
+    tools_tls.set(2, &tools_tls_no_tool);
     hooks.set(2, &hooks_large_buffer);
     hooks.set(4, &hooks_no_op);
     hooks.set(6, &hooks_small_buffer);
@@ -351,6 +379,9 @@ const KnownTable kKnownTables[] = {
     {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
       0xf2},
      FAKECUDA_TABLE(tools_context)},
+    {{0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b,
+      0xca},
+     FAKECUDA_TABLE(matmul)},
     {{'f', 'a', 'k', 'e', 'c', 'u', 'd', 'a', '-', 't', 'e', 's', 't', '-', '0', '1'},
      FAKECUDA_TABLE(test)},
 };

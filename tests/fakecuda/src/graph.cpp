@@ -22,6 +22,8 @@ struct CUgraphNode_st {
   CUgraphNodeType type;
   std::vector<CUgraphNode_st*> deps;
   fakecuda::Op op;  // kernel, host and copy nodes
+  // In an executable graph's copy: the node of the graph it was made from.
+  const CUgraphNode_st* origin = nullptr;
   // Memory nodes
   CUdeviceptr dptr;
   size_t bytes;
@@ -301,6 +303,7 @@ CUresult append_in_order(const CUgraph_st* graph, CUgraphExec_st* exec) {
         if (CUresult r = append_in_order(node->child, exec); r != CUDA_SUCCESS) return r;
       } else {
         exec->order.push_back(*node);
+        exec->order.back().origin = node.get();
       }
       if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
         exec->alloc_bytes[node->ordinal] += node->bytes;
@@ -670,6 +673,95 @@ FAKECUDA_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode node,
 FAKECUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node,
                                                        const CUDA_KERNEL_NODE_PARAMS* p) {
   return set_kernel_node_params(node, p);
+}
+
+// A kernel node's launch as the v1 and v2 parameter structures describe it;
+// kernelParams point into the node's own copy of the arguments.
+static void describe_launch(const KernelLaunch& k, CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  *p = CUDA_KERNEL_NODE_PARAMS_v1{};
+  p->func = k.func;
+  p->gridDimX = k.shape.grid[0];
+  p->gridDimY = k.shape.grid[1];
+  p->gridDimZ = k.shape.grid[2];
+  p->blockDimX = k.shape.block[0];
+  p->blockDimY = k.shape.block[1];
+  p->blockDimZ = k.shape.block[2];
+  p->sharedMemBytes = k.shape.shared_mem;
+  p->kernelParams = const_cast<void**>(k.arg_pointers.data());
+}
+static void describe_launch(const KernelLaunch& k, CUDA_KERNEL_NODE_PARAMS* p) {
+  CUDA_KERNEL_NODE_PARAMS_v1 v1;
+  describe_launch(k, &v1);
+  *p = CUDA_KERNEL_NODE_PARAMS{};
+  const bool kernel = Driver::get().is_live(k.func, kKernelMagic);
+  p->func = kernel ? nullptr : v1.func;
+  p->kern = kernel ? reinterpret_cast<CUkernel>(k.func) : nullptr;
+  p->ctx = kernel ? k.ctx : nullptr;
+  p->gridDimX = v1.gridDimX;
+  p->gridDimY = v1.gridDimY;
+  p->gridDimZ = v1.gridDimZ;
+  p->blockDimX = v1.blockDimX;
+  p->blockDimY = v1.blockDimY;
+  p->blockDimZ = v1.blockDimZ;
+  p->sharedMemBytes = v1.sharedMemBytes;
+  p->kernelParams = v1.kernelParams;
+}
+
+template <typename Params>
+static CUresult get_kernel_node_params(CUgraphNode node, Params* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic), CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(node->type == CU_GRAPH_NODE_TYPE_KERNEL && node->op.launch,
+                   CUDA_ERROR_INVALID_VALUE);
+  describe_launch(*node->op.launch, p);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode node,
+                                                    CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return get_kernel_node_params(node, p);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
+                                                       CUDA_KERNEL_NODE_PARAMS* p) {
+  return get_kernel_node_params(node, p);
+}
+
+// Changes the launch of an executable graph's copy of `node`; the graph it
+// was made from keeps its own. The node must be a kernel node of that graph.
+template <typename Params>
+static CUresult set_exec_kernel_node_params(CUgraphExec exec, CUgraphNode node, const Params* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(exec, kGraphExecMagic) && d.is_live(node, kGraphNodeMagic),
+                   CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(node->type == CU_GRAPH_NODE_TYPE_KERNEL, CUDA_ERROR_INVALID_VALUE);
+  auto copy = std::find_if(exec->order.begin(), exec->order.end(),
+                           [node](const CUgraphNode_st& n) { return n.origin == node; });
+  FAKECUDA_REQUIRE(copy != exec->order.end(), CUDA_ERROR_INVALID_VALUE);
+  CUctx_st* ctx = nullptr;
+  CUfunction func = node_function(p, &ctx);
+  Op op;
+  if (CUresult r = kernel_op_locked(func, node_shape(p), p->kernelParams, p->extra, &op, ctx);
+      r != CUDA_SUCCESS)
+    return r;
+  copy->op = std::move(op);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                        const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return set_exec_kernel_node_params(exec, node, p);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+                                                           const CUDA_KERNEL_NODE_PARAMS* p) {
+  return set_exec_kernel_node_params(exec, node, p);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph graph,

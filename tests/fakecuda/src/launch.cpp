@@ -9,6 +9,7 @@
 // Kernels do not compute: the memory they would write keeps what it held.
 #include "launch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -17,6 +18,42 @@
 #include "stream.h"
 
 using namespace fakecuda;
+
+namespace {
+
+// The launch's arguments copied into one buffer at the function's parameter
+// offsets, from kernelParams or from the packed `extra` buffer.
+std::shared_ptr<const KernelLaunch> copy_launch(const CUfunc_st& f, CUfunction handle,
+                                                CUctx_st* ctx, const LaunchShape& shape,
+                                                void** params, void** extra) {
+  auto launch = std::make_shared<KernelLaunch>();
+  launch->func = handle;
+  launch->ctx = ctx;
+  launch->shape = shape;
+  const size_t count = f.param_sizes.size();
+  size_t bytes = 0;
+  for (size_t i = 0; i < count; ++i)
+    bytes = std::max<size_t>(bytes, f.param_offsets[i] + f.param_sizes[i]);
+  launch->args.assign(bytes, 0);
+  if (params) {
+    for (size_t i = 0; i < count; ++i)
+      if (params[i]) std::memcpy(&launch->args[f.param_offsets[i]], params[i], f.param_sizes[i]);
+  } else if (extra) {
+    const void* buffer = nullptr;
+    size_t size = bytes;
+    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = e[1];
+      if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1]) size = *static_cast<const size_t*>(e[1]);
+    }
+    if (buffer) std::memcpy(launch->args.data(), buffer, std::min(size, bytes));
+  }
+  launch->arg_pointers.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    launch->arg_pointers[i] = launch->args.data() + f.param_offsets[i];
+  return launch;
+}
+
+}  // namespace
 
 namespace fakecuda {
 
@@ -59,6 +96,7 @@ CUresult kernel_op_locked(CUfunction handle, const LaunchShape& shape, void** pa
   } else if (!f->param_sizes.empty() && !params && !extra) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  op.launch = copy_launch(*f, handle, ctx, shape, params, extra);
   f->loaded = true;  // lazy loading finishes at the first launch
   *out = std::move(op);
   return CUDA_SUCCESS;

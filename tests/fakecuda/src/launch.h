@@ -2,6 +2,8 @@
 // kernel nodes.
 #pragma once
 
+#include <vector>
+
 #include "driver.h"
 
 namespace fakecuda {
@@ -11,6 +13,17 @@ struct LaunchShape {
   unsigned block[3];
   unsigned shared_mem;
   bool cooperative;
+};
+
+// What a kernel launch asked for: the handle as given (a CUfunction or a
+// CUkernel) with the context a CUkernel was named in, the shape, and a copy of
+// every argument, laid out as the function's parameter buffer.
+struct KernelLaunch {
+  CUfunction func = nullptr;
+  CUctx_st* ctx = nullptr;
+  LaunchShape shape{};
+  std::vector<unsigned char> args;
+  std::vector<void*> arg_pointers;  // kernelParams: one pointer into `args` per parameter
 };
 
 // Validates the launch as the real driver does and builds its op (caller

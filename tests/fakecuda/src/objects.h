@@ -20,6 +20,7 @@
 namespace fakecuda {
 
 struct Capture;
+struct KernelLaunch;
 struct Module;
 
 // What an exported event shares: the last generation recorded and the last
@@ -80,6 +81,9 @@ struct Op {
   // kKernel
   uint64_t duration_ns = 0;
   std::shared_ptr<const std::string> name;
+  // The launch as asked for, its arguments copied as the driver copies them
+  // (what a graph's kernel node answers cuGraphKernelNodeGetParams with).
+  std::shared_ptr<const KernelLaunch> launch;
   // kAction: receives the op's completion time on the device clock
   std::function<void(uint64_t done_ns)> action;
   // kWaitEvent
@@ -115,7 +119,7 @@ struct CUctx_st {
   CUstream_st* legacy_stream;
   std::vector<CUstream_st*> streams;  // every stream of the context, the legacy one included
   std::unique_ptr<fakecuda::ContextStorage> storage;  // the runtime's context-local storage
-  std::vector<uint64_t> peers;        // ids of the contexts it may access (cuCtxEnablePeerAccess)
+  std::vector<uint64_t> peers;  // ids of the contexts it may access (cuCtxEnablePeerAccess)
 };
 
 struct CUstream_st {

@@ -14,7 +14,7 @@
 #include <climits>
 
 #include "device_limits.h"
-#include "driver.h"
+#include "functions.h"
 
 using namespace fakecuda;
 
@@ -35,8 +35,9 @@ struct FunctionLimits {
 CUresult check_function(CUfunction func, const DeviceConfig** device) {
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
-  FAKECUDA_REQUIRE(d.is_live(func, kFunctionMagic), CUDA_ERROR_INVALID_HANDLE);
-  *device = d.device(func->module->ctx->ordinal).config;
+  CUfunc_st* resolved = nullptr;  // a CUkernel: its copy in the current context
+  if (CUresult r = resolve_function_locked(func, nullptr, &resolved); r != CUDA_SUCCESS) return r;
+  *device = d.device(resolved->module->ctx->ordinal).config;
   return CUDA_SUCCESS;
 }
 

@@ -32,6 +32,7 @@ constexpr const char* kStorage = "c693336e1121df11a8c368f355d89593";
 constexpr const char* kChecks = "263e88607cd2614392f6bbd5006dfa7e";
 constexpr const char* kIntegrity = "d4082055bde6704b8d34ba123c66e1f2";
 constexpr const char* kToolsContext = "21318c60971432488ca641ff7324c8f2";
+constexpr const char* kMatmul = "1734dc26800d47458726c0f1e7dd8bca";
 
 const void* const* table(const char* hex) {
   const void* t = nullptr;
@@ -96,8 +97,8 @@ TEST_F(ExportTables, EveryKnownTableHasItsSizeAndNoEmptySlot) {
   const struct {
     const char* id;
     size_t slots;
-  } sized[] = {{kCudart, 13}, {kHooks, 7},     {kToolsTls, 4},
-               {kChecks, 4},  {kIntegrity, 3}, {kToolsContext, 93}};
+  } sized[] = {{kCudart, 13},   {kHooks, 7},         {kToolsTls, 4}, {kChecks, 4},
+               {kIntegrity, 3}, {kToolsContext, 93}, {kMatmul, 32}};
   for (const auto& t : sized) {
     const void* const* slots = table(t.id);
     ASSERT_NE(slots, nullptr);
@@ -132,6 +133,11 @@ TEST_F(ExportTables, OtherTablesAreRefused) {
 TEST_F(ExportTables, SlotsNobodyCallsReturnAnError) {
   EXPECT_EQ(slot<NoArgumentsFn>(kCudart, 3)(), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(slot<NoArgumentsFn>(kToolsTls, 1)(), CUDA_ERROR_NOT_SUPPORTED);
+  // cuBLASLt calls these two without checking them (tests/fakecuda/README.md):
+  // the tools' slot succeeds, the matmul table's slots fail.
+  EXPECT_EQ(slot<NoArgumentsFn>(kToolsTls, 2)(), CUDA_SUCCESS);
+  EXPECT_EQ(slot<NoArgumentsFn>(kMatmul, 4)(), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(slot<NoArgumentsFn>(kMatmul, 13)(), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(slot<NoArgumentsFn>(kToolsContext, 92)(), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(slot<NoArgumentsFn>(kCudart, 12)(), CUDA_SUCCESS);  // "load compilers"
 }

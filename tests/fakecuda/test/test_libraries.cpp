@@ -295,6 +295,68 @@ TEST_F(Libraries, KernelHandleWorksWhereverAFunctionDoes) {
   ASSERT_CU(cuLibraryUnload(library));
 }
 
+// cuBLAS sizes its kernels with occupancy queries on CUkernel handles.
+TEST_F(Libraries, OccupancyQueriesTakeAKernelHandle) {
+  CUlibrary library = load();
+  const auto spin = reinterpret_cast<CUfunction>(kernel(library, "spin_image"));
+  size_t shared = 0;
+  ASSERT_CU(cuOccupancyAvailableDynamicSMemPerBlock(&shared, spin, 1, 128));
+  EXPECT_GT(shared, 0u);
+  int blocks = 0;
+  ASSERT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, spin, 128, 0));
+  EXPECT_GT(blocks, 0);
+  ASSERT_CU(cuLibraryUnload(library));
+}
+
+// The launch a kernel node was given, or captured, comes back from
+// cuGraphKernelNodeGetParams with the arguments' values; an executable
+// graph's copy of the node can be given another launch.
+TEST_F(Libraries, KernelNodesDescribeTheirLaunchAndCanBeChangedInTheExecutableGraph) {
+  CUlibrary library = load();
+  const auto spin = reinterpret_cast<CUfunction>(kernel(library, "spin_image"));
+  CUstream stream = nullptr;
+  ASSERT_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  unsigned long long ns = 3 * kMs;
+  void* params[] = {&ns};
+  ASSERT_CU(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU(cuLaunchKernel(spin, 2, 1, 1, 64, 1, 1, 0, stream, params, nullptr));
+  CUgraph graph = nullptr;
+  ASSERT_CU(cuStreamEndCapture(stream, &graph));
+  ns = 0;  // the driver copied the argument at the launch
+  CUgraphNode node = nullptr;
+  size_t count = 1;
+  ASSERT_CU(cuGraphGetNodes(graph, &node, &count));
+  ASSERT_EQ(count, 1u);
+
+  CUDA_KERNEL_NODE_PARAMS_v1 v1{};
+  ASSERT_CU(cuGraphKernelNodeGetParams(node, &v1));
+  EXPECT_EQ(v1.func, spin);
+  EXPECT_EQ(v1.gridDimX, 2u);
+  EXPECT_EQ(v1.blockDimX, 64u);
+  ASSERT_NE(v1.kernelParams, nullptr);
+  EXPECT_EQ(*static_cast<unsigned long long*>(v1.kernelParams[0]), 3 * kMs);
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  ASSERT_CU(cuGraphKernelNodeGetParams_v2(node, &v2));
+  EXPECT_EQ(v2.func, nullptr);
+  EXPECT_EQ(v2.kern, reinterpret_cast<CUkernel>(spin));
+
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  EXPECT_GE(timed(stream, [&] { ASSERT_CU(cuGraphLaunch(exec, stream)); }), 3.0f);
+  unsigned long long longer = 9 * kMs;
+  void* longer_params[] = {&longer};
+  v1.kernelParams = longer_params;
+  ASSERT_CU(cuGraphExecKernelNodeSetParams(exec, node, &v1));
+  EXPECT_GE(timed(stream, [&] { ASSERT_CU(cuGraphLaunch(exec, stream)); }), 9.0f);
+  // The graph itself keeps its own launch.
+  ASSERT_CU(cuGraphKernelNodeGetParams(node, &v1));
+  EXPECT_EQ(*static_cast<unsigned long long*>(v1.kernelParams[0]), 3 * kMs);
+  EXPECT_EQ(cuGraphKernelNodeGetParams(nullptr, &v1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+  ASSERT_CU(cuStreamDestroy_v2(stream));
+}
+
 TEST_F(Libraries, FirstLaunchFailsWhenTheDeviceIsFull) {
   CUlibrary library = load();
   const auto spin = reinterpret_cast<CUfunction>(kernel(library, "spin_image"));

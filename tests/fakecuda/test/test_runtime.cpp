@@ -1,8 +1,6 @@
 // NVIDIA's CUDA runtime on the simulated driver: the programs in runtime/,
 // built by nvcc with shared and with static cudart, run against the
 // simulator under both module loading modes.
-#include <dlfcn.h>
-
 #include <atomic>
 #include <string>
 #include <tuple>
@@ -12,21 +10,10 @@
 namespace fakecuda::test {
 namespace {
 
-// cudart registers the fatbin of every program, kernels or not, through
-// cuLibraryLoadData at start-up, and fails every call without it.
-bool simulator_loads_libraries() {
-  return dlsym(RTLD_DEFAULT, "cuLibraryLoadData") != nullptr;
-}
-
 using Variant = std::tuple<std::string /*cudart*/, std::string /*CUDA_MODULE_LOADING*/>;
 
 class Runtime : public testing::TestWithParam<Variant> {
  protected:
-  void SetUp() override {
-    if (!simulator_loads_libraries())
-      GTEST_SKIP() << "the simulator has no cuLibraryLoadData, which cudart needs at start-up";
-  }
-
   // Runs the scenario on a machine of its own (a state file no other process
   // uses) with the simulator's default devices, and expects it to pass.
   void run(const std::vector<std::string>& args, int devices = 1) {
@@ -68,8 +55,9 @@ TEST_P(Runtime, DeviceResetStartsOver) {
   run({"reset"});
 }
 
-// Kernel launches (<<<>>>) need cubin images in cuLibraryLoadData, which the
-// simulator does not read yet; their programs are not here.
+TEST_P(Runtime, KernelsLaunchedAndCapturedIntoAGraph) {
+  run({"kernels"});
+}
 
 INSTANTIATE_TEST_SUITE_P(Cudart, Runtime,
                          testing::Combine(testing::Values("shared", "static"),
@@ -77,6 +65,29 @@ INSTANTIATE_TEST_SUITE_P(Cudart, Runtime,
                          [](const testing::TestParamInfo<Variant>& variant) {
                            return std::get<0>(variant.param) + "_" + std::get<1>(variant.param);
                          });
+
+// cuBLAS through cublasCreate: its start-up (cuBLASLt's own cudart, the
+// private tables, occupancy of its CUkernels, module constants), then SGEMM
+// and GEMM-Ex in single precision, as a real driver would run them.
+void run_cublas(const std::string& scenario) {
+  static std::atomic<int> next{0};
+  const std::map<std::string, std::string> env = {
+      {"LD_LIBRARY_PATH", FAKECUDA_LIB_DIR},
+      {"FAKECUDA_STATE", test_dir() + "/cublas-" + std::to_string(next++) + ".state"},
+  };
+  int status = -1;
+  const std::string program = std::string(FAKECUDA_RUNTIME_PROGRAMS) + "/runtime_cublas";
+  const std::string output = run_program(program, {scenario}, env, &status);
+  EXPECT_EQ(status, 0) << program << " " << scenario << " failed:\n" << output;
+}
+
+TEST(Cublas, CreateSgemmDestroy) {
+  run_cublas("sgemm");
+}
+
+TEST(Cublas, GemmExInSinglePrecision) {
+  run_cublas("gemm-ex");
+}
 
 }  // namespace
 }  // namespace fakecuda::test

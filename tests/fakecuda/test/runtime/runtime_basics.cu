@@ -168,6 +168,52 @@ void reset() {
   RT(cudaDeviceReset());
 }
 
+// A kernel with a C++ name and parameters of several sizes, launched with
+// <<<>>> (cudart fetches it with cuLibraryGetKernel at the first launch), then
+// captured into a graph and replayed. Kernels do not compute here: the
+// buffer keeps what it held.
+struct Scale {
+  float factor;
+  int offset;
+};
+
+__global__ void scale_kernel(float* data, Scale scale, long long n) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) data[i] = data[i] * scale.factor + scale.offset;
+}
+
+void kernels() {
+  constexpr int n = 4096;
+  float* data = nullptr;
+  if (!RT(cudaMalloc(&data, n * sizeof(float)))) return;
+  RT(cudaMemset(data, 0, n * sizeof(float)));
+  scale_kernel<<<n / 256, 256>>>(data, Scale{2.0f, 1}, n);
+  RT(cudaGetLastError());
+  RT(cudaDeviceSynchronize());
+
+  cudaStream_t stream = nullptr;
+  RT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  RT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < 3; ++i)
+    scale_kernel<<<n / 256, 256, 0, stream>>>(data, Scale{1.0f, i}, n);
+  RT(cudaStreamEndCapture(stream, &graph));
+  size_t nodes = 0;
+  RT(cudaGraphGetNodes(graph, nullptr, &nodes));
+  CHECK(nodes == 3);
+  RT(cudaGraphInstantiate(&exec, graph, 0));
+  RT(cudaGraphLaunch(exec, stream));
+  RT(cudaStreamSynchronize(stream));
+  std::vector<float> back(n, -1.0f);
+  RT(cudaMemcpy(back.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(back == std::vector<float>(n, 0.0f));
+  RT(cudaGraphExecDestroy(exec));
+  RT(cudaGraphDestroy(graph));
+  RT(cudaStreamDestroy(stream));
+  RT(cudaFree(data));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,8 +226,10 @@ int main(int argc, char** argv) {
     streams();
   else if (std::strcmp(scenario, "reset") == 0)
     reset();
+  else if (std::strcmp(scenario, "kernels") == 0)
+    kernels();
   else {
-    std::fprintf(stderr, "usage: %s devices COUNT | memory | streams | reset\n", argv[0]);
+    std::fprintf(stderr, "usage: %s devices COUNT | memory | streams | reset | kernels\n", argv[0]);
     return 2;
   }
   return failures == 0 ? 0 : 1;
