@@ -34,6 +34,7 @@ struct Session {
     state_dir = mkdtemp(dir);
     setenv("FAKECUDA_STATE", (state_dir + "/state").c_str(), 1);
     setenv("FAKECUDA_KERNEL_NS", "0", 1);  // measure the API, not the device
+    setenv("FAKECUDA_KERNEL_NS_PER_WAVE", "0", 1);
     gpulimit = dlopen(GPULIMIT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!gpulimit) {
       std::fprintf(stderr, "cannot load %s: %s\n", GPULIMIT_LIBRARY, dlerror());

@@ -25,6 +25,8 @@ packages=(
   libbpf-dev       # the watcher's loader
   bpftool          # vmlinux.h and the BPF skeleton, at build time
   libelf-dev       # libbpf's dependency
+  libzstd-dev      # the simulated driver reads compressed fatbins (CUDA 13: ZSTD)
+  liblz4-dev       # and those of older toolkits (LZ4)
   libtomlplusplus-dev  # TOML: gpulimitd's policy file
   python3          # the GPU suite's scripts (tests/gpu), run on the simulator by ctest -L gpusuite
   python3-venv     # the project's venv with PyTorch (tests/pytorch), made below

@@ -4,6 +4,7 @@
 // which is why tools match the two by UUID or PCI bus id.
 #include <cstdio>
 
+#include "device_limits.h"
 #include "library.h"
 
 namespace {
@@ -16,15 +17,13 @@ using fakecuda::nvml::initialised;
 using fakecuda::nvml::machine;
 
 // Where the simulated GPUs sit on the PCI bus: domain 0, bus 0x10 + index,
-// device 0, function 0. NVML prints this as "00000000:%02X:00.0" (busId) and
+// device 0, function 0 (device_limits.h, shared with libcuda's PCI
+// attributes, so that a tool matching CUDA devices to NVML devices by bus id
+// finds the right one). NVML prints this as "00000000:%02X:00.0" (busId) and
 // "0000:%02X:00.0" (busIdLegacy, the 13-byte form cuDeviceGetPCIBusId
-// returns). The simulated libcuda must derive its PCI attributes (bus
-// 0x10 + physical index, domain 0, device 0) the same way, so that
-// a tool matching CUDA devices to NVML devices by bus id finds the right one.
-constexpr unsigned int kFirstPciBus = 0x10;
-// NVIDIA's vendor id with a GH100 device id: the default simulated machine
-// is a Hopper part (compute capability 9.0).
-constexpr unsigned int kPciDeviceId = 0x2335'10DEu;
+// returns). The device id is a GH100's: the default machine is a Hopper part.
+constexpr unsigned int kFirstPciBus = fakecuda::kFirstPciBus;
+constexpr unsigned int kPciDeviceId = fakecuda::kPciDeviceVendorId;
 
 nvmlReturn_t device_count(unsigned int* count) {
   if (!initialised()) return NVML_ERROR_UNINITIALIZED;

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "config.h"
-#include "nvml_subset.h"
+#include "nvml_device_queries.h"
 #include "shared_state.h"
 
 // The library is built with hidden visibility and a version script that

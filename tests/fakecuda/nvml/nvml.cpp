@@ -72,3 +72,12 @@ FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cudaDriver
 FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion) {
   return cuda_driver_version(cudaDriverVersion);
 }
+
+// NVML's own version: the CUDA major version, then the driver's.
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  if (!initialised()) return NVML_ERROR_UNINITIALIZED;
+  char text[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+  std::snprintf(text, sizeof(text), "%u.%u.00", machine().driver_version / 1000,
+                driver_branch(machine().driver_version));
+  return fakecuda::nvml::copy_string(text, version, length);
+}

@@ -1,6 +1,7 @@
 // The processes holding memory or a context on a device, read from the shared
 // state: host pids, memory as charged by the simulated libcuda. A process that
-// died is gone from the list at the next query.
+// died is gone from the list at the next query. Every process is a compute
+// process: none draws graphics, and none runs under MPS.
 #include "library.h"
 
 namespace {
@@ -47,6 +48,16 @@ nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* info
   return NVML_SUCCESS;
 }
 
+// The lists that are always empty, with the same argument checks.
+template <typename Info>
+nvmlReturn_t no_processes(nvmlDevice_t device, unsigned int* count, Info* infos) {
+  uint32_t index = 0;
+  if (nvmlReturn_t r = fakecuda::nvml::index_of(device, index); r != NVML_SUCCESS) return r;
+  if (!count || (*count > 0 && !infos)) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  return NVML_SUCCESS;
+}
+
 }  // namespace
 
 FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(
@@ -62,4 +73,34 @@ FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(
 FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
     nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos) {
   return list_processes(device, infoCount, infos);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos) {
+  return no_processes(device, infoCount, infos);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos) {
+  return no_processes(device, infoCount, infos);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos) {
+  return no_processes(device, infoCount, infos);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos) {
+  return no_processes(device, infoCount, infos);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos) {
+  return no_processes(device, infoCount, infos);
+}
+
+FAKECUDA_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos) {
+  return no_processes(device, infoCount, infos);
 }

@@ -1,8 +1,10 @@
 // CUDA arrays and mipmapped arrays: opaque device memory, charged to the
-// device like any allocation (their contents are not simulated).
+// device like any allocation. Their contents exist once copied to or from
+// (copies.cpp).
 #include <algorithm>
 
 #include "context.h"
+#include "memory.h"
 
 using namespace fakecuda;
 
@@ -47,7 +49,7 @@ CUresult create(const CUDA_ARRAY3D_DESCRIPTOR& desc, CUarray* handle) {
   if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
   const uint64_t charge = round_up(bytes, kPageSize);
   if (!d.shared().charge(ctx->physical, charge)) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto* array = new CUarray_st{kArrayMagic, ctx, desc, charge, nullptr};
+  auto* array = new CUarray_st{kArrayMagic, ctx, desc, charge, nullptr, {}};
   d.live.insert(array);
   *handle = array;
   return CUDA_SUCCESS;
@@ -63,6 +65,14 @@ CUDA_ARRAY3D_DESCRIPTOR from_2d(const CUDA_ARRAY_DESCRIPTOR& desc) {
 }
 
 }  // namespace
+
+namespace fakecuda {
+
+size_t array_element_bytes(const CUDA_ARRAY3D_DESCRIPTOR& desc) {
+  return format_bytes(desc.Format) * desc.NumChannels;
+}
+
+}  // namespace fakecuda
 
 FAKECUDA_EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* desc) {
   FAKECUDA_REQUIRE(desc, CUDA_ERROR_INVALID_VALUE);
@@ -127,7 +137,7 @@ FAKECUDA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
   for (unsigned i = 0; i < numMipmapLevels; ++i) {
     total += array_bytes(level);
     mipmap->levels.push_back(
-        std::unique_ptr<CUarray_st>(new CUarray_st{kArrayMagic, ctx, level, 0, mipmap.get()}));
+        std::unique_ptr<CUarray_st>(new CUarray_st{kArrayMagic, ctx, level, 0, mipmap.get(), {}}));
     level.Width = std::max<size_t>(level.Width / 2, 1);
     if (level.Height) level.Height = std::max<size_t>(level.Height / 2, 1);
     if (level.Depth) level.Depth = std::max<size_t>(level.Depth / 2, 1);

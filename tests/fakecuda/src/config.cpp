@@ -14,23 +14,33 @@ namespace fakecuda {
 namespace {
 
 // One row per variable: the whole surface of the simulator's configuration.
-//   FAKECUDA_DEVICES         number of devices (0..16)                  1
-//   FAKECUDA_MEM             memory per device, or a comma list          16G
-//   FAKECUDA_SMS             SM count per device, or a comma list        132
-//   FAKECUDA_CTX_MEM         device memory one context takes             256M
-//   FAKECUDA_CC              compute capability                          9.0
-//   FAKECUDA_NAME            device name                                 FakeCUDA Simulated GPU
-//   FAKECUDA_DRIVER_VERSION  cuDriverGetVersion (1000*major + 10*minor)  13000
-//   FAKECUDA_STATE           shared state file /dev/shm/fakecuda-<uid>.state FAKECUDA_TRACE append
-//   one line per executed kernel here    (off) FAKECUDA_KERNEL_NS       duration of kernels without
-//   a duration arg  10000
-//   FAKECUDA_LAUNCH_DELAY_NS host time a launch spends before the driver's lock   0
+//   FAKECUDA_DEVICES          number of devices (0..16)                    1
+//   FAKECUDA_MEM              memory per device, or a comma list           16G
+//   FAKECUDA_SMS              SM count per device, or a comma list         132
+//   FAKECUDA_CTX_MEM          device memory one context takes              256M
+//   FAKECUDA_CC               compute capability                           9.0
+//   FAKECUDA_CLOCK_KHZ        SM clock in kHz                              1980000
+//   FAKECUDA_MEM_CLOCK_KHZ    peak memory clock in kHz                     2619000
+//   FAKECUDA_BUS_WIDTH        memory bus width in bits                     5120
+//   FAKECUDA_NAME             device name                      FakeCUDA Simulated GPU
+//   FAKECUDA_DRIVER_VERSION   cuDriverGetVersion (1000*major + 10*minor)   13000
+//   FAKECUDA_STATE            shared state file       /dev/shm/fakecuda-<uid>.state
+//   FAKECUDA_TRACE            one line per executed kernel to this file    (off)
+//   FAKECUDA_KERNEL_NS        a kernel's base duration                     10000
+//   FAKECUDA_KERNEL_NS_PER_WAVE  plus this per wave (one block per SM)     100
+//   FAKECUDA_LAUNCH_DELAY_NS  host time a launch spends before the lock    0
+//   CUDA_MODULE_LOADING       LAZY or EAGER, as with the real driver       LAZY
 constexpr uint32_t kDefaultDevices = 1;
 constexpr uint64_t kDefaultMem = 16ull << 30;
 constexpr uint32_t kDefaultSms = 132;
 constexpr uint64_t kDefaultContextMem = 256ull << 20;
 constexpr uint32_t kDefaultDriverVersion = 13000;
 constexpr uint64_t kDefaultKernelNs = 10000;
+// An H100 SXM5: 1980 MHz boost clock, HBM3 at 2619 MHz on a 5120-bit bus.
+constexpr uint32_t kDefaultClockKhz = 1980000;
+constexpr uint32_t kDefaultMemClockKhz = 2619000;
+constexpr uint32_t kDefaultBusWidth = 5120;
+constexpr uint64_t kDefaultKernelNsPerWave = 100;
 constexpr const char* kDefaultName = "FakeCUDA Simulated GPU";
 
 const char* env(const char* name) {
@@ -141,6 +151,24 @@ bool load_config(Config& out, std::string& error) {
     cc_major = major;
     cc_minor = minor;
   }
+  // Whole-machine numbers: a positive integer no larger than `max`.
+  auto machine_value = [&](const char* var, uint32_t fallback, uint64_t max, uint32_t& value_out) {
+    value_out = fallback;
+    const char* raw = env(var);
+    if (!raw) return true;
+    uint64_t value = 0;
+    if (!parse_uint(raw, value) || value == 0 || value > max) {
+      error = std::string(var) + "=" + raw + ": expected a number from 1 to " + std::to_string(max);
+      return false;
+    }
+    value_out = static_cast<uint32_t>(value);
+    return true;
+  };
+  uint32_t clock_khz = 0, mem_clock_khz = 0, bus_width = 0;
+  if (!machine_value("FAKECUDA_CLOCK_KHZ", kDefaultClockKhz, 10'000'000, clock_khz) ||
+      !machine_value("FAKECUDA_MEM_CLOCK_KHZ", kDefaultMemClockKhz, 20'000'000, mem_clock_khz) ||
+      !machine_value("FAKECUDA_BUS_WIDTH", kDefaultBusWidth, 65536, bus_width))
+    return false;
   const char* name = env("FAKECUDA_NAME");
   if (!name) name = kDefaultName;
 
@@ -151,7 +179,9 @@ bool load_config(Config& out, std::string& error) {
     d.sm_count = kDefaultSms;
     d.cc_major = cc_major;
     d.cc_minor = cc_minor;
-    d.clock_khz = 1980000;
+    d.clock_khz = clock_khz;
+    d.mem_clock_khz = mem_clock_khz;
+    d.bus_width_bits = bus_width;
     std::snprintf(d.name, sizeof(d.name), "%s", name);
     // A fixed, recognisable UUID per index: fa4ec0da-... ending in the index.
     const unsigned char base[16] = {0xfa, 0x4e, 0xc0, 0xda, 0x00, 0x00, 0x40, 0x00,
@@ -193,6 +223,15 @@ bool load_config(Config& out, std::string& error) {
     error = std::string("FAKECUDA_KERNEL_NS=") + raw + ": expected nanoseconds";
     return false;
   }
+  p.kernel_ns_per_wave = kDefaultKernelNsPerWave;
+  if (const char* raw = env("FAKECUDA_KERNEL_NS_PER_WAVE");
+      raw && !parse_uint(raw, p.kernel_ns_per_wave)) {
+    error = std::string("FAKECUDA_KERNEL_NS_PER_WAVE=") + raw + ": expected nanoseconds";
+    return false;
+  }
+  // The real driver reads only EAGER; anything else is its default, LAZY.
+  if (const char* raw = env("CUDA_MODULE_LOADING"))
+    p.eager_module_loading = std::string(raw) == "EAGER";
   if (const char* raw = env("FAKECUDA_LAUNCH_DELAY_NS");
       raw && !parse_uint(raw, p.launch_delay_ns)) {
     error = std::string("FAKECUDA_LAUNCH_DELAY_NS=") + raw + ": expected nanoseconds";

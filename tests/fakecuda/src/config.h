@@ -16,7 +16,9 @@ struct DeviceConfig {
   uint32_t sm_count = 0;
   uint32_t cc_major = 0;
   uint32_t cc_minor = 0;
-  uint32_t clock_khz = 0;
+  uint32_t clock_khz = 0;       // SM clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE, NVML's max SM clock)
+  uint32_t mem_clock_khz = 0;   // peak memory clock
+  uint32_t bus_width_bits = 0;  // global memory bus width
   char name[64] = {};
   char uuid[16] = {};  // derived from the index; stable across runs
 };
@@ -33,11 +35,13 @@ struct MachineConfig {
 
 // Per-process options that do not describe the machine.
 struct ProcessOptions {
-  std::string state_path;          // FAKECUDA_STATE
-  std::string trace_path;          // FAKECUDA_TRACE ("" = off)
-  uint64_t default_kernel_ns = 0;  // FAKECUDA_KERNEL_NS
-  uint64_t launch_delay_ns = 0;    // FAKECUDA_LAUNCH_DELAY_NS
-  std::string visible_devices;     // CUDA_VISIBLE_DEVICES (raw)
+  std::string state_path;             // FAKECUDA_STATE
+  std::string trace_path;             // FAKECUDA_TRACE ("" = off)
+  uint64_t default_kernel_ns = 0;     // FAKECUDA_KERNEL_NS: a kernel's base duration
+  uint64_t kernel_ns_per_wave = 0;    // FAKECUDA_KERNEL_NS_PER_WAVE: plus this per wave of blocks
+  bool eager_module_loading = false;  // CUDA_MODULE_LOADING=EAGER
+  uint64_t launch_delay_ns = 0;       // FAKECUDA_LAUNCH_DELAY_NS
+  std::string visible_devices;        // CUDA_VISIBLE_DEVICES (raw)
   bool visible_devices_set = false;
 };
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "device_limits.h"
 #include "executor.h"
+#include "functions.h"
+#include "memory.h"
 
 using namespace fakecuda;
 
@@ -19,34 +22,85 @@ void set_default_limits(CUctx_st* ctx) {
   ctx->limits[CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2;
   ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
   ctx->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 32;
+  ctx->limits[CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0;
+  // Not a CIG (graphics-interop) context: its kernels get the whole opt-in
+  // shared memory (chosen: the header documents the limit for CIG only).
+  ctx->limits[CU_LIMIT_SHMEM_SIZE] = kSharedPerBlockOptin;
+  ctx->limits[CU_LIMIT_CIG_ENABLED] = 0;
+  ctx->limits[CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED] = 1;
 }
 
 uint64_t next_context_id = 1;
 
 }  // namespace
 
+CUctx_st* new_primary_handle(CUdevice ordinal) {
+  Driver& d = Driver::get();
+  auto* ctx = new CUctx_st{};
+  ctx->magic = kContextMagic;
+  ctx->ordinal = ordinal;
+  ctx->physical = d.device(ordinal).physical;
+  ctx->primary = true;
+  ctx->storage = std::make_unique<ContextStorage>();
+  return ctx;
+}
+
+bool is_primary_handle(const CUctx_st* ctx) {
+  const auto& handles = Driver::get().primary_handle;
+  return ctx && std::find(handles.begin(), handles.end(), ctx) != handles.end();
+}
+
 CUresult create_context_locked(CUdevice ordinal, unsigned flags, bool primary, CUctx_st** out) {
   Driver& d = Driver::get();
   const VisibleDevice& dev = d.device(ordinal);
   if (!d.shared().charge(dev.physical, dev.config->context_mem)) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto* ctx = new CUctx_st{};
+  CUctx_st* ctx = primary ? d.primary_handle[static_cast<size_t>(ordinal)] : new CUctx_st{};
   ctx->magic = kContextMagic;
   ctx->ordinal = ordinal;
   ctx->physical = dev.physical;
   ctx->primary = primary;
   ctx->flags = flags;
-  ctx->id = next_context_id++;
+  ctx->heap_bytes = 0;
+  ctx->id = next_context_id++;  // a reset primary context is a new context
+  ctx->next_seq = 0;
+  ctx->streams.clear();
+  if (!ctx->storage) ctx->storage = std::make_unique<ContextStorage>();
   set_default_limits(ctx);
   d.live.insert(ctx);
   d.contexts.push_back(ctx);
   ctx->legacy_stream = new_stream(ctx, CUstream_st::Kind::kLegacy, 0, 0);
   d.shared().context_created(dev.physical);
+  load_libraries_into_locked(ctx);
   *out = ctx;
   return CUDA_SUCCESS;
 }
 
-void destroy_context(std::unique_lock<std::mutex>& lock, CUctx_st* ctx) {
+void run_storage_destructors(std::unique_lock<std::mutex>& lock, CUctx_st* ctx) {
+  std::vector<ContextStorage::Pending> pending = ctx->storage->take_all();
+  if (pending.empty()) return;
+  lock.unlock();
+  for (const ContextStorage::Pending& p : pending)
+    p.destructor(ctx, p.key, p.value);
+  lock.lock();
+}
+
+bool destroy_context(std::unique_lock<std::mutex>& lock, CUctx_st* ctx) {
+  run_storage_destructors(lock, ctx);
+  if (!live_context(ctx)) return false;
   Driver::get().executor().wait_context_idle(lock, ctx);
+  release_context_locked(ctx);
+  return true;
+}
+
+void deactivate_primary(std::unique_lock<std::mutex>& lock, size_t ordinal, bool force) {
+  Driver& d = Driver::get();
+  CUctx_st* ctx = d.primary[ordinal];
+  run_storage_destructors(lock, ctx);
+  if (d.primary[ordinal] != ctx) return;  // another reset finished it meanwhile
+  if (!force && d.primary_refs[ordinal] > 0) return;
+  d.primary[ordinal] = nullptr;
+  d.primary_refs[ordinal] = 0;
+  d.executor().wait_context_idle(lock, ctx);
   release_context_locked(ctx);
 }
 
@@ -59,7 +113,7 @@ void release_context_locked(CUctx_st* ctx) {
       ++it;
       continue;
     }
-    if (a.charged) d.shared().uncharge(a.physical, a.charged);
+    if (const uint64_t bytes = release_ipc_locked(a)) d.shared().uncharge(a.physical, bytes);
     unmap_device_memory(reinterpret_cast<void*>(a.base), a.mapped);
     it = d.allocations.erase(it);
   }
@@ -78,12 +132,7 @@ void release_context_locked(CUctx_st* ctx) {
       }
       case kModuleMagic: {
         auto* m = static_cast<CUmod_st*>(object);
-        if ((owned = m->ctx == ctx)) {
-          d.shared().uncharge(ctx->physical, m->charged);
-          for (auto& fn : m->functions)
-            d.live.erase(fn.get());
-          delete m;
-        }
+        if ((owned = m->ctx == ctx)) destroy_module_locked(m);
         break;
       }
       case kArrayMagic: {
@@ -120,6 +169,13 @@ void release_context_locked(CUctx_st* ctx) {
   d.live.erase(ctx);
   auto& stack = context_stack();
   stack.erase(std::remove(stack.begin(), stack.end(), ctx), stack.end());
+  if (ctx->primary) {
+    // The object stays for the next retain, which waits for this moment.
+    ctx->streams.clear();
+    ctx->legacy_stream = nullptr;
+    d.progress.notify_all();
+    return;
+  }
   delete ctx;
 }
 
@@ -230,7 +286,9 @@ FAKECUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   }
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
-  FAKECUDA_REQUIRE(live_context(ctx), CUDA_ERROR_INVALID_CONTEXT);
+  // A primary context may be made current before it is retained (the CUDA
+  // runtime does so); calls that need it active fail until then.
+  FAKECUDA_REQUIRE(live_context(ctx) || is_primary_handle(ctx), CUDA_ERROR_INVALID_CONTEXT);
   if (stack.empty())
     stack.push_back(ctx);
   else
@@ -307,6 +365,11 @@ FAKECUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) 
 FAKECUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(limit >= 0 && limit < CU_LIMIT_MAX, CUDA_ERROR_UNSUPPORTED_LIMIT);
+  // Properties of the context, not requests: they can only be queried.
+  FAKECUDA_REQUIRE(limit != CU_LIMIT_SHMEM_SIZE && limit != CU_LIMIT_CIG_ENABLED,
+                   CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(limit != CU_LIMIT_MAX_L2_FETCH_GRANULARITY || value <= 128,
+                   CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   CUctx_st* ctx = nullptr;
@@ -320,6 +383,9 @@ FAKECUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     if (extra < ctx->heap_bytes) d.shared().uncharge(ctx->physical, ctx->heap_bytes - extra);
     ctx->heap_bytes = extra;
   }
+  // A hint the driver may clamp to what the hardware has, as documented.
+  if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    value = std::min<size_t>(value, kMaxPersistingL2Bytes);
   ctx->limits[limit] = value;
   return CUDA_SUCCESS;
 }
@@ -342,8 +408,11 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev)
   FAKECUDA_REQUIRE(pctx, CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
   FAKECUDA_REQUIRE(d.valid_device(dev), CUDA_ERROR_INVALID_DEVICE);
-  std::lock_guard<std::mutex> guard(d.mu);
+  std::unique_lock<std::mutex> lock(d.mu);
   CUctx_st*& ctx = d.primary[static_cast<size_t>(dev)];
+  // A reset or last release still tearing the object down finishes first.
+  CUctx_st* handle = d.primary_handle[static_cast<size_t>(dev)];
+  d.progress.wait(lock, [&] { return ctx || !d.live.count(handle); });
   if (!ctx) {
     if (CUresult r =
             create_context_locked(dev, d.primary_flags[static_cast<size_t>(dev)], true, &ctx);
@@ -362,12 +431,8 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   std::unique_lock<std::mutex> lock(d.mu);
   const size_t i = static_cast<size_t>(dev);
   FAKECUDA_REQUIRE(d.primary[i] && d.primary_refs[i] > 0, CUDA_ERROR_INVALID_CONTEXT);
-  if (--d.primary_refs[i] == 0) {
-    // The last release resets the primary context: its memory is freed.
-    CUctx_st* ctx = d.primary[i];
-    d.primary[i] = nullptr;
-    destroy_context(lock, ctx);
-  }
+  // The last release resets the primary context: its memory is freed.
+  if (--d.primary_refs[i] == 0) deactivate_primary(lock, i, false);
   return CUDA_SUCCESS;
 }
 FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
@@ -380,10 +445,9 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   FAKECUDA_REQUIRE(d.valid_device(dev), CUDA_ERROR_INVALID_DEVICE);
   std::unique_lock<std::mutex> lock(d.mu);
   const size_t i = static_cast<size_t>(dev);
-  if (CUctx_st* ctx = d.primary[i]) {
-    d.primary[i] = nullptr;
+  if (d.primary[i]) {
     d.primary_refs[i] = 0;
-    destroy_context(lock, ctx);
+    deactivate_primary(lock, i, true);
   }
   return CUDA_SUCCESS;
 }
@@ -414,4 +478,105 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned in
 }
 FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+// ---- Cache and shared memory preferences ------------------------------------------
+
+FAKECUDA_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pconfig, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  *pconfig = ctx->cache_config;
+  return CUDA_SUCCESS;
+}
+
+// A preference only: kept and reported, it changes no limit.
+FAKECUDA_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(config >= CU_FUNC_CACHE_PREFER_NONE && config <= CU_FUNC_CACHE_PREFER_EQUAL,
+                   CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  ctx->cache_config = config;
+  return CUDA_SUCCESS;
+}
+
+// Shared memory banks are four bytes wide and fixed since Maxwell: the
+// setter is accepted and has no effect, as documented for such devices.
+FAKECUDA_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pConfig, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  *pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(config >= CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE &&
+                       config <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE,
+                   CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  return current_context_checked(&ctx);
+}
+
+// Persisting lines hold no data in the simulator: resetting them is a no-op
+// on the current context.
+FAKECUDA_EXPORT CUresult cuCtxResetPersistingL2Cache(void) {
+  FAKECUDA_REQUIRE_INIT();
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  return current_context_checked(&ctx);
+}
+
+// Contexts are not created with an SM limit (that needs MPS): the affinity
+// of every context is the whole device.
+FAKECUDA_EXPORT CUresult cuCtxGetExecAffinity(CUexecAffinityParam* pExecAffinity,
+                                              CUexecAffinityType type) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pExecAffinity, CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(type == CU_EXEC_AFFINITY_TYPE_SM_COUNT, CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  pExecAffinity->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+  pExecAffinity->param.smCount.val = d.device(ctx->ordinal).config->sm_count;
+  return CUDA_SUCCESS;
+}
+
+// ---- Deprecated usage counts (CUDA 2.0), still exported -------------------------
+
+// Counts one more user of the current context and returns it.
+FAKECUDA_EXPORT CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pctx && flags == 0, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
+  ++ctx->attached;
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+// Counts one user less; the creator's own count is the last, and dropping
+// it destroys the context as cuCtxDestroy does. The context must be current.
+FAKECUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
+  FAKECUDA_REQUIRE_INIT();
+  Driver& d = Driver::get();
+  std::unique_lock<std::mutex> lock(d.mu);
+  FAKECUDA_REQUIRE(live_context(ctx) && ctx == current_context(), CUDA_ERROR_INVALID_CONTEXT);
+  if (ctx->attached > 0) {
+    --ctx->attached;
+    return CUDA_SUCCESS;
+  }
+  FAKECUDA_REQUIRE(!ctx->primary, CUDA_ERROR_INVALID_CONTEXT);
+  destroy_context(lock, ctx);
+  return CUDA_SUCCESS;
 }

@@ -4,9 +4,11 @@
 #include <sys/mman.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "context.h"
 #include "executor.h"
 #include "trace.h"
 
@@ -114,6 +116,8 @@ CUresult Driver::init(unsigned flags) {
   tracer_ = new Tracer(config_.process.trace_path);
   executor_ = new Executor();
   primary.assign(visible_.size(), nullptr);
+  for (size_t i = 0; i < visible_.size(); ++i)
+    primary_handle.push_back(new_primary_handle(static_cast<CUdevice>(i)));
   primary_refs.assign(visible_.size(), 0);
   primary_flags.assign(visible_.size(), 0);
   default_pool.assign(visible_.size(), nullptr);
@@ -136,6 +140,22 @@ void Driver::after_fork_in_child() {
 
 bool Driver::is_live(const void* handle, uint32_t magic) const {
   return handle && live.count(handle) && *static_cast<const uint32_t*>(handle) == magic;
+}
+
+bool debug_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("FAKECUDA_DEBUG");
+    return value && *value && std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
+}
+
+bool debug_calls_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("FAKECUDA_DEBUG");
+    return value && std::strcmp(value, "calls") == 0;
+  }();
+  return enabled;
 }
 
 std::vector<CUctx_st*>& context_stack() {

@@ -38,6 +38,9 @@ enum Magic : uint32_t {
   kGraphMagic = 0x97'a9'40'09,
   kGraphNodeMagic = 0x40'de'00'0a,
   kGraphExecMagic = 0xe4'ec'00'0b,
+  kLibraryMagic = 0x11'b2'a3'0c,
+  kKernelMagic = 0x4e'73'e1'0d,
+  kLinkMagic = 0x11'4c'00'0e,
 };
 
 inline constexpr uint64_t kPageSize = 2ull << 20;  // device memory is charged in 2 MiB pages
@@ -80,7 +83,8 @@ class Driver {
   std::unordered_set<const void*> live;
   std::vector<CUctx_st*> contexts;              // live contexts, for the executor
   std::map<uintptr_t, Allocation> allocations;  // by base address
-  std::vector<CUctx_st*> primary;               // per ordinal, null until first retained
+  std::vector<CUctx_st*> primary;               // per ordinal, the active primary context or null
+  std::vector<CUctx_st*> primary_handle;        // per ordinal, the primary context's object
   std::vector<int> primary_refs;
   std::vector<unsigned> primary_flags;
   std::vector<CUmemPoolHandle_st*> default_pool;  // per ordinal
@@ -101,6 +105,15 @@ class Driver {
   Tracer* tracer_ = nullptr;
   std::vector<VisibleDevice> visible_;
 };
+
+// FAKECUDA_DEBUG=1 (read once, and usable before cuInit): the simulator says
+// on stderr what it was asked for and does not have (lookups answered NULL,
+// private tables and slots not simulated), which is how to find what a
+// library needs of the driver.
+bool debug_enabled();
+// FAKECUDA_DEBUG=calls: cuGetProcAddress also hands out pointers that name on
+// stderr every call that does not return CUDA_SUCCESS (entry_points.cpp).
+bool debug_calls_enabled();
 
 // Thread-local stack of current contexts (cuCtxPushCurrent/PopCurrent).
 std::vector<CUctx_st*>& context_stack();

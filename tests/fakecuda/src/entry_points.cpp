@@ -6,6 +6,7 @@
 // which variant a version means.
 #include <cudaTypedefs.h>
 
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -22,6 +23,24 @@ struct EntryPoint {
   int version;
   StreamKind stream;
   void* fn;
+  void* traced;  // the same, naming its failures on stderr (FAKECUDA_DEBUG=calls)
+};
+
+// A call through a looked-up pointer that says on stderr when it fails: how
+// a library's failure is traced to the driver answer it did not accept.
+template <typename F, F fn, const char* name>
+struct Traced;
+template <typename... Args, CUresult (*fn)(Args...), const char* name>
+struct Traced<CUresult (*)(Args...), fn, name> {
+  static CUresult call(Args... args) {
+    const CUresult result = fn(args...);
+    if (result != CUDA_SUCCESS) {
+      const char* error = nullptr;
+      cuGetErrorName(result, &error);
+      std::fprintf(stderr, "fakecuda: %s -> %s\n", name, error ? error : "?");
+    }
+    return result;
+  }
 };
 
 #define FAKECUDA_STREAM_KIND_ StreamKind::kLegacy
@@ -34,9 +53,14 @@ struct EntryPoint {
 #include "entry_points.inc"
 #undef FAKECUDA_ENTRY
 
+#define FAKECUDA_ENTRY(base, symbol, version, suffix) constexpr char kName_##symbol[] = #symbol;
+#include "entry_points.inc"
+#undef FAKECUDA_ENTRY
+
 const EntryPoint kEntryPoints[] = {
-#define FAKECUDA_ENTRY(base, symbol, version, suffix) \
-  {#base, version, FAKECUDA_STREAM_KIND_##suffix, reinterpret_cast<void*>(&symbol)},
+#define FAKECUDA_ENTRY(base, symbol, version, suffix)                               \
+  {#base, version, FAKECUDA_STREAM_KIND_##suffix, reinterpret_cast<void*>(&symbol), \
+   reinterpret_cast<void*>(&Traced<decltype(&symbol), &symbol, kName_##symbol>::call)},
 #include "entry_points.inc"
 #undef FAKECUDA_ENTRY
 };
@@ -71,7 +95,12 @@ CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_
     *status = best    ? CU_GET_PROC_ADDRESS_SUCCESS
               : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                       : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (best) *pfn = best->fn;
+  if (best)
+    *pfn = debug_calls_enabled() ? best->traced : best->fn;
+  else if (debug_enabled())
+    std::fprintf(stderr, "fakecuda: cuGetProcAddress(\"%s\", %d, %s) -> NULL (%s)\n", symbol,
+                 version, per_thread ? "per-thread" : "legacy",
+                 known ? "version too old" : "unknown name");
   return CUDA_SUCCESS;
 }
 
@@ -86,25 +115,4 @@ FAKECUDA_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int
 FAKECUDA_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
                                           cuuint64_t flags) {
   return get_proc_address(symbol, pfn, cudaVersion, flags, nullptr);
-}
-
-// The private tables of the real driver (used by cudart, cuBLAS, cuDNN) do not
-// exist here. One table is known, so that tests can check an interposer hands
-// the call through untouched: the UUID below answers with kTestExportTable.
-namespace {
-constexpr unsigned char kTestTableId[16] = {'f', 'a', 'k', 'e', 'c', 'u', 'd', 'a',
-                                            '-', 't', 'e', 's', 't', '-', '0', '1'};
-const void* const kTestExportTable[] = {reinterpret_cast<const void*>(sizeof(void*) * 2),
-                                        reinterpret_cast<const void*>(&cuGetProcAddress_v2)};
-}  // namespace
-
-FAKECUDA_EXPORT CUresult cuGetExportTable(const void** ppExportTable,
-                                          const CUuuid* pExportTableId) {
-  FAKECUDA_REQUIRE(ppExportTable && pExportTableId, CUDA_ERROR_INVALID_VALUE);
-  if (std::memcmp(pExportTableId->bytes, kTestTableId, sizeof(kTestTableId)) == 0) {
-    *ppExportTable = kTestExportTable;
-    return CUDA_SUCCESS;
-  }
-  *ppExportTable = nullptr;
-  return CUDA_ERROR_INVALID_VALUE;
 }

@@ -14,6 +14,9 @@ std::chrono::steady_clock::time_point device_time(uint64_t ns) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
 }
 
+// How often waits on memory or on another process's event look again.
+constexpr uint64_t kPollNs = 50'000;
+
 bool older_than(const CUstream_st* stream, uint64_t seq) {
   return !stream->queue.empty() && stream->queue.front().seq < seq;
 }
@@ -38,8 +41,9 @@ void Executor::enqueue_locked(CUstream_st* stream, Op op) {
 }
 
 bool Executor::ready_locked(CUstream_st* stream, const Op& op, uint64_t* after_ns) const {
+  if (op.poll && !op.poll()) return false;
   if (op.kind == Op::Kind::kWaitEvent) {
-    if (op.event->completed < op.generation) return false;
+    if (completed_generation(op.event) < op.generation) return false;
     *after_ns = std::max(*after_ns, op.event->time_ns);
   }
   // Legacy default stream: waits for, and is waited for by, every blocking
@@ -80,15 +84,24 @@ uint64_t Executor::step_locked(std::unique_lock<std::mutex>& lock) {
           earliest = earliest ? std::min(earliest, op.end_ns) : op.end_ns;
           continue;
         }
-        if (op.kind == Op::Kind::kKernel)
+        if (op.kind == Op::Kind::kKernel) {
           d.tracer().kernel(s->ctx->physical, s->id, op.start_ns, op.end_ns, *op.name);
+          d.shared().kernel_done(s->ctx->physical, Interval{op.start_ns, op.end_ns});
+        }
         s->clock_ns = std::max(s->clock_ns, op.end_ns);
         s->queue.pop_front();
         progress = true;
         continue;
       }
       uint64_t not_before = std::max(op.enqueue_ns, s->clock_ns);
-      if (!ready_locked(s, op, &not_before)) continue;
+      if (!ready_locked(s, op, &not_before)) {
+        // Memory and other processes' events change without telling us.
+        if (op.poll || (op.kind == Op::Kind::kWaitEvent && op.event->ipc)) {
+          const uint64_t again = now + kPollNs;
+          earliest = earliest ? std::min(earliest, again) : again;
+        }
+        continue;
+      }
       switch (op.kind) {
         case Op::Kind::kKernel: {
           Interval slot = d.shared().reserve(s->ctx->physical, not_before, op.duration_ns);
@@ -167,7 +180,14 @@ void Executor::wait_context_idle(std::unique_lock<std::mutex>& lock, CUctx_st* c
 
 void Executor::wait_event(std::unique_lock<std::mutex>& lock, CUevent_st* event,
                           uint64_t generation) {
-  Driver::get().progress.wait(lock, [&] { return event->completed >= generation; });
+  auto done = [&] { return completed_generation(event) >= generation; };
+  if (!event->ipc) {
+    Driver::get().progress.wait(lock, done);
+    return;
+  }
+  // Another process may complete it: nobody here is told, so look again.
+  while (!done())
+    Driver::get().progress.wait_for(lock, std::chrono::nanoseconds(kPollNs));
 }
 
 }  // namespace fakecuda

@@ -22,6 +22,8 @@ struct CUgraphNode_st {
   CUgraphNodeType type;
   std::vector<CUgraphNode_st*> deps;
   fakecuda::Op op;  // kernel, host and copy nodes
+  // In an executable graph's copy: the node of the graph it was made from.
+  const CUgraphNode_st* origin = nullptr;
   // Memory nodes
   CUdeviceptr dptr;
   size_t bytes;
@@ -301,6 +303,7 @@ CUresult append_in_order(const CUgraph_st* graph, CUgraphExec_st* exec) {
         if (CUresult r = append_in_order(node->child, exec); r != CUDA_SUCCESS) return r;
       } else {
         exec->order.push_back(*node);
+        exec->order.back().origin = node.get();
       }
       if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
         exec->alloc_bytes[node->ordinal] += node->bytes;
@@ -580,8 +583,8 @@ FAKECUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
 }
 
 static CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
-                                size_t count, CUfunction func, const LaunchShape& shape,
-                                void** params, void** extra) {
+                                size_t count, CUfunction func, CUctx_st* ctx,
+                                const LaunchShape& shape, void** params, void** extra) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(out, CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
@@ -590,25 +593,45 @@ static CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNo
   std::vector<CUgraphNode_st*> dependencies;
   if (CUresult r = checked_deps(graph, deps, count, &dependencies); r != CUDA_SUCCESS) return r;
   Op op;
-  if (CUresult r = kernel_op_locked(func, shape, params, extra, &op); r != CUDA_SUCCESS) return r;
+  if (CUresult r = kernel_op_locked(func, shape, params, extra, &op, ctx); r != CUDA_SUCCESS)
+    return r;
   CUgraphNode_st* node = add_node(graph, CU_GRAPH_NODE_TYPE_KERNEL, std::move(dependencies));
   node->op = std::move(op);
   *out = node;
   return CUDA_SUCCESS;
 }
 
-// Both node-parameter versions carry the launch the same way (v2 adds the
-// kernel and context handles, which the simulator does not need).
+// The launch a kernel node's parameters describe. v2 adds a CUkernel and the
+// context to take its function from, used when `func` is NULL.
+static LaunchShape node_shape(const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                     {p->blockDimX, p->blockDimY, p->blockDimZ},
+                     p->sharedMemBytes,
+                     false};
+}
+static LaunchShape node_shape(const CUDA_KERNEL_NODE_PARAMS* p) {
+  return LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                     {p->blockDimX, p->blockDimY, p->blockDimZ},
+                     p->sharedMemBytes,
+                     false};
+}
+static CUfunction node_function(const CUDA_KERNEL_NODE_PARAMS_v1* p, CUctx_st** ctx) {
+  *ctx = nullptr;
+  return p->func;
+}
+static CUfunction node_function(const CUDA_KERNEL_NODE_PARAMS* p, CUctx_st** ctx) {
+  *ctx = p->func ? nullptr : p->ctx;
+  return p->func ? p->func : reinterpret_cast<CUfunction>(p->kern);
+}
+
 template <typename Params>
 static CUresult add_kernel_node_with(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
                                      size_t count, const Params* p) {
   FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
-  return add_kernel_node(out, graph, deps, count, p->func,
-                         LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
-                                     {p->blockDimX, p->blockDimY, p->blockDimZ},
-                                     p->sharedMemBytes,
-                                     false},
-                         p->kernelParams, p->extra);
+  CUctx_st* ctx = nullptr;
+  CUfunction func = node_function(p, &ctx);
+  return add_kernel_node(out, graph, deps, count, func, ctx, node_shape(p), p->kernelParams,
+                         p->extra);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph graph,
@@ -621,6 +644,124 @@ FAKECUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph graph
                                                  const CUgraphNode* deps, size_t count,
                                                  const CUDA_KERNEL_NODE_PARAMS* p) {
   return add_kernel_node_with(out, graph, deps, count, p);
+}
+
+// Replaces a kernel node's launch; the node keeps its place and edges.
+template <typename Params>
+static CUresult set_kernel_node_params(CUgraphNode node, const Params* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic), CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(node->type == CU_GRAPH_NODE_TYPE_KERNEL, CUDA_ERROR_INVALID_VALUE);
+  CUctx_st* ctx = nullptr;
+  CUfunction func = node_function(p, &ctx);
+  Op op;
+  if (CUresult r = kernel_op_locked(func, node_shape(p), p->kernelParams, p->extra, &op, ctx);
+      r != CUDA_SUCCESS)
+    return r;
+  node->op = std::move(op);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode node,
+                                                    const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return set_kernel_node_params(node, p);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node,
+                                                       const CUDA_KERNEL_NODE_PARAMS* p) {
+  return set_kernel_node_params(node, p);
+}
+
+// A kernel node's launch as the v1 and v2 parameter structures describe it;
+// kernelParams point into the node's own copy of the arguments.
+static void describe_launch(const KernelLaunch& k, CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  *p = CUDA_KERNEL_NODE_PARAMS_v1{};
+  p->func = k.func;
+  p->gridDimX = k.shape.grid[0];
+  p->gridDimY = k.shape.grid[1];
+  p->gridDimZ = k.shape.grid[2];
+  p->blockDimX = k.shape.block[0];
+  p->blockDimY = k.shape.block[1];
+  p->blockDimZ = k.shape.block[2];
+  p->sharedMemBytes = k.shape.shared_mem;
+  p->kernelParams = const_cast<void**>(k.arg_pointers.data());
+}
+static void describe_launch(const KernelLaunch& k, CUDA_KERNEL_NODE_PARAMS* p) {
+  CUDA_KERNEL_NODE_PARAMS_v1 v1;
+  describe_launch(k, &v1);
+  *p = CUDA_KERNEL_NODE_PARAMS{};
+  const bool kernel = Driver::get().is_live(k.func, kKernelMagic);
+  p->func = kernel ? nullptr : v1.func;
+  p->kern = kernel ? reinterpret_cast<CUkernel>(k.func) : nullptr;
+  p->ctx = kernel ? k.ctx : nullptr;
+  p->gridDimX = v1.gridDimX;
+  p->gridDimY = v1.gridDimY;
+  p->gridDimZ = v1.gridDimZ;
+  p->blockDimX = v1.blockDimX;
+  p->blockDimY = v1.blockDimY;
+  p->blockDimZ = v1.blockDimZ;
+  p->sharedMemBytes = v1.sharedMemBytes;
+  p->kernelParams = v1.kernelParams;
+}
+
+template <typename Params>
+static CUresult get_kernel_node_params(CUgraphNode node, Params* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic), CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(node->type == CU_GRAPH_NODE_TYPE_KERNEL && node->op.launch,
+                   CUDA_ERROR_INVALID_VALUE);
+  describe_launch(*node->op.launch, p);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode node,
+                                                    CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return get_kernel_node_params(node, p);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
+                                                       CUDA_KERNEL_NODE_PARAMS* p) {
+  return get_kernel_node_params(node, p);
+}
+
+// Changes the launch of an executable graph's copy of `node`; the graph it
+// was made from keeps its own. The node must be a kernel node of that graph.
+template <typename Params>
+static CUresult set_exec_kernel_node_params(CUgraphExec exec, CUgraphNode node, const Params* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(p, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(exec, kGraphExecMagic) && d.is_live(node, kGraphNodeMagic),
+                   CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(node->type == CU_GRAPH_NODE_TYPE_KERNEL, CUDA_ERROR_INVALID_VALUE);
+  auto copy = std::find_if(exec->order.begin(), exec->order.end(),
+                           [node](const CUgraphNode_st& n) { return n.origin == node; });
+  FAKECUDA_REQUIRE(copy != exec->order.end(), CUDA_ERROR_INVALID_VALUE);
+  CUctx_st* ctx = nullptr;
+  CUfunction func = node_function(p, &ctx);
+  Op op;
+  if (CUresult r = kernel_op_locked(func, node_shape(p), p->kernelParams, p->extra, &op, ctx);
+      r != CUDA_SUCCESS)
+    return r;
+  copy->op = std::move(op);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                        const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  return set_exec_kernel_node_params(exec, node, p);
+}
+
+FAKECUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+                                                           const CUDA_KERNEL_NODE_PARAMS* p) {
+  return set_exec_kernel_node_params(exec, node, p);
 }
 
 FAKECUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph graph,

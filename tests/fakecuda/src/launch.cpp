@@ -1,21 +1,65 @@
 // Kernel and host-function launches. A kernel is an op that occupies the
-// device for its duration (see module.cpp for how the duration is given).
+// device for its duration:
+//   - a kernel whose name starts with "spin" and whose first parameter is 8
+//     bytes takes that many nanoseconds (the workloads' kernel spins on
+//     %globaltimer for as long on a real GPU);
+//   - every other kernel takes FAKECUDA_KERNEL_NS plus
+//     FAKECUDA_KERNEL_NS_PER_WAVE for each wave of its grid, a wave being one
+//     block on every SM of the device: a large grid holds the device longer.
+// Kernels do not compute: the memory they would write keeps what it held.
 #include "launch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
+#include "functions.h"
 #include "stream.h"
 
 using namespace fakecuda;
 
+namespace {
+
+// The launch's arguments copied into one buffer at the function's parameter
+// offsets, from kernelParams or from the packed `extra` buffer.
+std::shared_ptr<const KernelLaunch> copy_launch(const CUfunc_st& f, CUfunction handle,
+                                                CUctx_st* ctx, const LaunchShape& shape,
+                                                void** params, void** extra) {
+  auto launch = std::make_shared<KernelLaunch>();
+  launch->func = handle;
+  launch->ctx = ctx;
+  launch->shape = shape;
+  const size_t count = f.param_sizes.size();
+  size_t bytes = 0;
+  for (size_t i = 0; i < count; ++i)
+    bytes = std::max<size_t>(bytes, f.param_offsets[i] + f.param_sizes[i]);
+  launch->args.assign(bytes, 0);
+  if (params) {
+    for (size_t i = 0; i < count; ++i)
+      if (params[i]) std::memcpy(&launch->args[f.param_offsets[i]], params[i], f.param_sizes[i]);
+  } else if (extra) {
+    const void* buffer = nullptr;
+    size_t size = bytes;
+    for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = e[1];
+      if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1]) size = *static_cast<const size_t*>(e[1]);
+    }
+    if (buffer) std::memcpy(launch->args.data(), buffer, std::min(size, bytes));
+  }
+  launch->arg_pointers.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    launch->arg_pointers[i] = launch->args.data() + f.param_offsets[i];
+  return launch;
+}
+
+}  // namespace
+
 namespace fakecuda {
 
-CUresult kernel_op_locked(CUfunction f, const LaunchShape& shape, void** params, void** extra,
-                          Op* out) {
+CUresult kernel_op_locked(CUfunction handle, const LaunchShape& shape, void** params, void** extra,
+                          Op* out, CUctx_st* ctx) {
   Driver& d = Driver::get();
-  FAKECUDA_REQUIRE(d.is_live(f, kFunctionMagic), CUDA_ERROR_INVALID_HANDLE);
   for (int i = 0; i < 3; ++i)
     FAKECUDA_REQUIRE(shape.grid[i] > 0 && shape.block[i] > 0, CUDA_ERROR_INVALID_VALUE);
   const uint64_t threads = uint64_t{shape.block[0]} * shape.block[1] * shape.block[2];
@@ -23,16 +67,20 @@ CUresult kernel_op_locked(CUfunction f, const LaunchShape& shape, void** params,
   FAKECUDA_REQUIRE(shape.grid[1] <= 65535 && shape.grid[2] <= 65535, CUDA_ERROR_INVALID_VALUE);
   FAKECUDA_REQUIRE(shape.shared_mem <= (227u << 10), CUDA_ERROR_INVALID_VALUE);
   FAKECUDA_REQUIRE(!(params && extra), CUDA_ERROR_INVALID_VALUE);
+  // A CUkernel's library is loaded into the context here at the latest.
+  CUfunc_st* f = nullptr;
+  if (CUresult r = resolve_function_locked(handle, ctx, &f); r != CUDA_SUCCESS) return r;
+  const uint64_t blocks = uint64_t{shape.grid[0]} * shape.grid[1] * shape.grid[2];
+  const uint64_t sms = d.device(f->module->ctx->ordinal).config->sm_count;
   if (shape.cooperative) {
-    const uint64_t blocks = uint64_t{shape.grid[0]} * shape.grid[1] * shape.grid[2];
-    const uint64_t resident = uint64_t{d.device(f->module->ctx->ordinal).config->sm_count} *
-                              std::min<uint64_t>(32, 2048 / threads);
+    const uint64_t resident = sms * std::min<uint64_t>(32, 2048 / threads);
     FAKECUDA_REQUIRE(blocks <= resident, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
   }
   Op op;
   op.kind = Op::Kind::kKernel;
   op.name = f->name;
-  op.duration_ns = d.config().process.default_kernel_ns;
+  op.duration_ns = d.config().process.default_kernel_ns +
+                   d.config().process.kernel_ns_per_wave * ((blocks + sms - 1) / sms);
   if (f->timed) {
     // The first parameter, from kernelParams or from the packed `extra` buffer.
     uint64_t ns = 0;
@@ -48,6 +96,8 @@ CUresult kernel_op_locked(CUfunction f, const LaunchShape& shape, void** params,
   } else if (!f->param_sizes.empty() && !params && !extra) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  op.launch = copy_launch(*f, handle, ctx, shape, params, extra);
+  f->loaded = true;  // lazy loading finishes at the first launch
   *out = std::move(op);
   return CUDA_SUCCESS;
 }

@@ -56,13 +56,17 @@ CUresult allocate_device(size_t bytes, AllocationKind kind, bool low_32bit, uint
 
 CUresult free_device(uintptr_t ptr) {
   FAKECUDA_REQUIRE_INIT();
+  // Freeing NULL is a no-op that succeeds, as with the real driver
+  // (cudaFree(NULL), which cuBLAS calls at cublasCreate).
+  if (ptr == 0) return CUDA_SUCCESS;
   Driver& d = Driver::get();
   std::unique_lock<std::mutex> lock(d.mu);
   if (CUresult r = capture_forbids_unsafe_call_locked(); r != CUDA_SUCCESS) return r;
   auto it = d.allocations.find(ptr);
   FAKECUDA_REQUIRE(it != d.allocations.end(), CUDA_ERROR_INVALID_VALUE);
   const AllocationKind kind = it->second.kind;
-  FAKECUDA_REQUIRE(kind != AllocationKind::kHost && kind != AllocationKind::kMapped,
+  FAKECUDA_REQUIRE(kind != AllocationKind::kHost && kind != AllocationKind::kMapped &&
+                       kind != AllocationKind::kIpc && kind != AllocationKind::kModule,
                    CUDA_ERROR_INVALID_VALUE);
   // cuMemFree synchronises: work still queued may use the memory.
   d.executor().wait_context_idle(lock, it->second.ctx);
@@ -132,7 +136,7 @@ void release_allocation_locked(const Allocation& allocation) {
       return_to_graph_pool_locked(a);
       break;
     default:
-      if (a.charged) d.shared().uncharge(a.physical, a.charged);
+      if (const uint64_t bytes = release_ipc_locked(a)) d.shared().uncharge(a.physical, bytes);
       break;
   }
   if (a.mapped) unmap_device_memory(host_ptr(a.base), a.mapped);
@@ -213,61 +217,14 @@ FAKECUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psi
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
-                                               CUdeviceptr ptr) {
-  FAKECUDA_REQUIRE_INIT();
-  FAKECUDA_REQUIRE(data, CUDA_ERROR_INVALID_VALUE);
-  std::lock_guard<std::mutex> guard(Driver::get().mu);
-  const Allocation* a = find_allocation(ptr);
-  FAKECUDA_REQUIRE(a, CUDA_ERROR_INVALID_VALUE);
-  const bool host = a->kind == AllocationKind::kHost;
-  switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-      *static_cast<CUcontext*>(data) = a->ctx;
-      break;
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      *static_cast<unsigned int*>(data) = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-      break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      *static_cast<CUdeviceptr*>(data) = ptr;
-      break;
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      if (!host && a->kind != AllocationKind::kManaged) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<void**>(data) = host_ptr(ptr);
-      break;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-      *static_cast<int*>(data) = a->kind == AllocationKind::kManaged;
-      break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      *static_cast<int*>(data) = a->ordinal;
-      break;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-      *static_cast<CUdeviceptr*>(data) = a->base;
-      break;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-      *static_cast<size_t*>(data) = a->size;
-      break;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-      *static_cast<int*>(data) = 1;
-      break;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-      *static_cast<unsigned long long*>(data) = a->base;
-      break;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-      *static_cast<CUmemoryPool*>(data) = a->pool;
-      break;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
-}
-
 // ---- Page-locked host memory ---------------------------------------------------------
 
 FAKECUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(pp && bytesize > 0, CUDA_ERROR_INVALID_VALUE);
-  (void)Flags;
+  constexpr unsigned kKnown =
+      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+  FAKECUDA_REQUIRE((Flags & ~kKnown) == 0, CUDA_ERROR_INVALID_VALUE);
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   CUctx_st* ctx = nullptr;
@@ -280,6 +237,7 @@ FAKECUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int
   a.size = bytesize;
   a.mapped = mapped;
   a.kind = AllocationKind::kHost;
+  a.host_flags = Flags;
   a.ctx = ctx;
   a.physical = ctx->physical;
   a.ordinal = ctx->ordinal;
@@ -318,21 +276,44 @@ FAKECUDA_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* 
 FAKECUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
   FAKECUDA_REQUIRE_INIT();
   FAKECUDA_REQUIRE(p && bytesize > 0, CUDA_ERROR_INVALID_VALUE);
-  (void)Flags;
+  constexpr unsigned kKnown = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                              CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+  FAKECUDA_REQUIRE((Flags & ~kKnown) == 0, CUDA_ERROR_INVALID_VALUE);
+  // CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED is 0, and there is
+  // no I/O memory to register.
+  FAKECUDA_REQUIRE(!(Flags & (CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_IOMEMORY)),
+                   CUDA_ERROR_NOT_SUPPORTED);
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   CUctx_st* ctx = nullptr;
   if (CUresult r = current_context_checked(&ctx); r != CUDA_SUCCESS) return r;
   const uintptr_t base = reinterpret_cast<uintptr_t>(p);
-  FAKECUDA_REQUIRE(!find_allocation(base), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  // No byte of the range may be registered already.
+  auto next = d.allocations.lower_bound(base);
+  FAKECUDA_REQUIRE(
+      !find_allocation(base) && (next == d.allocations.end() || next->first >= base + bytesize),
+      CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
   Allocation a;
   a.base = base;
   a.size = bytesize;
+  a.host_flags = Flags;
   a.kind = AllocationKind::kHost;
   a.ctx = ctx;
   a.physical = ctx->physical;
   a.ordinal = ctx->ordinal;
   d.allocations[base] = a;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(pFlags, CUDA_ERROR_INVALID_VALUE);
+  std::lock_guard<std::mutex> guard(Driver::get().mu);
+  // Only memory of cuMemHostAlloc and cuMemAllocHost (which the driver
+  // allocated: `mapped`), not registered memory.
+  const Allocation* a = find_allocation(reinterpret_cast<uintptr_t>(p));
+  FAKECUDA_REQUIRE(a && a->kind == AllocationKind::kHost && a->mapped, CUDA_ERROR_INVALID_VALUE);
+  *pFlags = a->host_flags;
   return CUDA_SUCCESS;
 }
 

@@ -39,6 +39,10 @@ CUmemPoolHandle_st* current_pool_locked(int ordinal) {
 
 // Gives the pool's unused pages above `keep` back to the device.
 void shrink(CUmemPoolHandle_st* pool, uint64_t keep) {
+  // A threshold at or above what is reserved keeps it all; UINT64_MAX ("never
+  // release", as PyTorch's cudaMallocAsync backend sets it) would overflow
+  // the round-up below.
+  if (keep >= pool->reserved) return;
   const uint64_t floor = round_up(std::max(pool->used, keep), kPageSize);
   if (pool->reserved <= floor) return;
   Driver::get().shared().uncharge(pool->physical, pool->reserved - floor);
@@ -90,9 +94,10 @@ CUresult free_async(CUdeviceptr dptr, CUstream handle, DefaultStream mode) {
   if (s->capture) return capture_mem_free_locked(s, dptr);
   auto it = d.allocations.find(dptr);
   FAKECUDA_REQUIRE(it != d.allocations.end(), CUDA_ERROR_INVALID_VALUE);
-  FAKECUDA_REQUIRE(
-      it->second.kind != AllocationKind::kHost && it->second.kind != AllocationKind::kMapped,
-      CUDA_ERROR_INVALID_VALUE);
+  FAKECUDA_REQUIRE(it->second.kind != AllocationKind::kHost &&
+                       it->second.kind != AllocationKind::kMapped &&
+                       it->second.kind != AllocationKind::kModule,
+                   CUDA_ERROR_INVALID_VALUE);
   // The pointer is dead to new calls at once; its memory returns to the pool
   // when the stream reaches the free.
   const Allocation a = it->second;

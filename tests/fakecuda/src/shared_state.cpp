@@ -17,11 +17,14 @@ namespace fakecuda {
 namespace {
 
 constexpr uint64_t kMagic = 0x6661'6b65'6375'6461;  // "fakecuda"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 3;  // 2: IPC records; 3: busy-time buckets
 // Liveness locks sit far past the end of the file, one byte per slot, so their
 // place does not depend on the layout (a process of another layout version
 // still sees them).
 constexpr off_t kLockBase = off_t{1} << 40;
+// Mapping locks of IPC records: one byte per record, read-locked by each
+// process that maps the record's memory.
+constexpr off_t kIpcLockBase = kLockBase + (off_t{1} << 20);
 
 int retry_fcntl(int fd, int cmd, struct flock* lock) {
   int r;
@@ -73,16 +76,107 @@ int open_shared_file(const std::string& path) {
   }
 }
 
+// Busy time in buckets of 100 ms. Each bucket word holds the bucket's epoch
+// (its start time / kBucketNs) above kBusyBits bits of busy nanoseconds. A
+// ring must hold the window and the bucket it starts in; a device's ring
+// also holds the future its timeline is reserved for (kernels are counted
+// when reserved, so that a long kernel shows while it runs), a process's
+// only the past (its kernels are counted when they complete).
+constexpr uint64_t kBucketNs = 100'000'000;
+constexpr uint32_t kWindowBuckets = kUtilizationWindowNs / kBucketNs + 1;
+constexpr unsigned kBusyBits = 27;
+static_assert(kBucketNs < (uint64_t{1} << kBusyBits));
+constexpr uint64_t kBusyMask = (uint64_t{1} << kBusyBits) - 1;
+
+template <uint32_t kBuckets>
+using BusyRing = std::atomic<uint64_t>[kBuckets];
+constexpr uint32_t kDeviceBuckets = 64;  // 5.3 s of reservations ahead
+constexpr uint32_t kProcessBuckets = kWindowBuckets + 1;
+using DeviceBusy = BusyRing<kDeviceBuckets>;
+using ProcessBusyRing = BusyRing<kProcessBuckets>;
+
+// Adds the part of [start, end) in each bucket; a bucket a later epoch has
+// taken over keeps its own. Epochs so far ahead of `now` that their bucket
+// still holds part of the window are dropped: time reserved beyond the
+// ring's reach goes uncounted.
+template <uint32_t kBuckets>
+void add_busy(BusyRing<kBuckets>& ring, Interval interval, uint64_t now) {
+  if (interval.end_ns <= interval.start_ns) return;
+  const uint64_t horizon = now / kBucketNs + (kBuckets - kWindowBuckets);
+  const uint64_t last = std::min((interval.end_ns - 1) / kBucketNs, horizon);
+  uint64_t first = interval.start_ns / kBucketNs;
+  if (first > last) return;
+  if (last - first >= kBuckets) first = last - kBuckets + 1;  // only the newest fit
+  for (uint64_t epoch = first; epoch <= last; ++epoch) {
+    const uint64_t from = std::max(interval.start_ns, epoch * kBucketNs);
+    const uint64_t to = std::min(interval.end_ns, (epoch + 1) * kBucketNs);
+    std::atomic<uint64_t>& bucket = ring[epoch % kBuckets];
+    uint64_t current = bucket.load(std::memory_order_relaxed);
+    uint64_t next;
+    do {
+      const uint64_t held = current >> kBusyBits;
+      if (held > epoch) break;
+      const uint64_t busy = held == epoch ? current & kBusyMask : 0;
+      next = epoch << kBusyBits | std::min(busy + (to - from), kBucketNs);
+    } while (!bucket.compare_exchange_weak(current, next, std::memory_order_relaxed));
+  }
+}
+
+// Busy nanoseconds in (now - window, now]: the bucket the window starts in
+// counts in proportion, the current one no further than now.
+template <uint32_t kBuckets>
+uint64_t busy_in_window(const BusyRing<kBuckets>& ring, uint64_t now) {
+  const uint64_t window_start = now > kUtilizationWindowNs ? now - kUtilizationWindowNs : 0;
+  uint64_t total = 0;
+  for (uint64_t epoch = window_start / kBucketNs; epoch <= now / kBucketNs; ++epoch) {
+    const uint64_t word = ring[epoch % kBuckets].load(std::memory_order_relaxed);
+    if (word >> kBusyBits != epoch) continue;
+    uint64_t busy = word & kBusyMask;
+    const uint64_t bucket_start = epoch * kBucketNs;
+    if (bucket_start < window_start)
+      busy = busy * (bucket_start + kBucketNs - window_start) / kBucketNs;
+    if (now < bucket_start + kBucketNs) busy = std::min(busy, now - bucket_start);
+    total += busy;
+  }
+  return total;
+}
+
+uint32_t percent_of_window(uint64_t busy_ns) {
+  return static_cast<uint32_t>(std::min<uint64_t>(100, busy_ns * 100 / kUtilizationWindowNs));
+}
+
+template <uint32_t kBuckets>
+void clear_ring(BusyRing<kBuckets>& ring) {
+  for (auto& bucket : ring)
+    bucket.store(0, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 struct alignas(64) Slot {
   std::atomic<int32_t> pid;  // 0: free
   std::atomic<uint32_t> contexts[kMaxDevices];
   std::atomic<uint64_t> held[kMaxDevices];
+  std::atomic<uint64_t> last_active_ns[kMaxDevices];
+  ProcessBusyRing busy[kMaxDevices];
 };
 
 struct alignas(64) Timeline {
   std::atomic<uint64_t> busy_until_ns;
+  std::atomic<uint64_t> busy_total_ns;
+  DeviceBusy busy;
+};
+
+// Memory exported with cuIpcGetMemHandle. Free while `id` is 0. While
+// `owner_slot` names the exporter (alive, with `owner_pid`), its slot holds the
+// charge; once the exporter freed the memory or died, `owner_slot` is -1 and
+// `bytes` count as used until no process maps the memory.
+struct alignas(64) IpcRecord {
+  std::atomic<uint64_t> id;
+  std::atomic<int32_t> owner_slot;
+  std::atomic<int32_t> owner_pid;
+  std::atomic<uint32_t> device;
+  std::atomic<uint64_t> bytes;
 };
 
 struct SharedState::Layout {
@@ -90,10 +184,13 @@ struct SharedState::Layout {
   uint32_t version;
   uint32_t layout_size;
   MachineConfig machine;
+  uint64_t created_ns;
   pthread_mutex_t mutex;               // robust, process-shared; guards slot changes
   std::atomic<uint32_t> slots_in_use;  // high-water mark of slot indices ever taken
   Timeline timelines[kMaxDevices];
   Slot slots[kMaxProcesses];
+  std::atomic<uint32_t> ipc_in_use;  // high-water mark of record indices ever taken
+  IpcRecord ipc[kMaxIpcExports];
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
@@ -152,6 +249,7 @@ SharedState* SharedState::open(const std::string& path, const MachineConfig& wan
     layout->version = kVersion;
     layout->layout_size = sizeof(Layout);
     layout->machine = wanted;
+    layout->created_ns = now_ns();
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
@@ -199,9 +297,17 @@ void SharedState::reap_dead_locked() {
     for (uint32_t d = 0; d < kMaxDevices; ++d) {
       s.held[d].store(0, std::memory_order_relaxed);
       s.contexts[d].store(0, std::memory_order_relaxed);
+      s.last_active_ns[d].store(0, std::memory_order_relaxed);
+      clear_ring(s.busy[d]);
     }
     s.pid.store(0, std::memory_order_release);
   }
+  // Dead slots have pid 0 now, so an exporter is alive exactly when its
+  // slot still carries its pid.
+  const uint32_t records =
+      std::min(layout_->ipc_in_use.load(std::memory_order_relaxed), kMaxIpcExports);
+  for (uint32_t i = 0; i < records; ++i)
+    if (layout_->ipc[i].id.load(std::memory_order_relaxed) != 0) ipc_settle_locked(i);
 }
 
 bool SharedState::attach() {
@@ -217,6 +323,8 @@ bool SharedState::attach() {
     for (uint32_t d = 0; d < kMaxDevices; ++d) {
       s.held[d].store(0, std::memory_order_relaxed);
       s.contexts[d].store(0, std::memory_order_relaxed);
+      s.last_active_ns[d].store(0, std::memory_order_relaxed);
+      clear_ring(s.busy[d]);
     }
     s.pid.store(getpid(), std::memory_order_release);
     uint32_t in_use = slots_in_use();
@@ -249,6 +357,15 @@ uint64_t SharedState::used_locked(uint32_t dev) const {
     const Slot& s = layout_->slots[i];
     if (s.pid.load(std::memory_order_relaxed) != 0)
       total += s.held[dev].load(std::memory_order_relaxed);
+  }
+  const uint32_t records =
+      std::min(layout_->ipc_in_use.load(std::memory_order_relaxed), kMaxIpcExports);
+  for (uint32_t i = 0; i < records; ++i) {
+    const IpcRecord& r = layout_->ipc[i];
+    if (r.id.load(std::memory_order_relaxed) != 0 &&
+        r.owner_slot.load(std::memory_order_relaxed) < 0 &&
+        r.device.load(std::memory_order_relaxed) == dev)
+      total += r.bytes.load(std::memory_order_relaxed);
   }
   return total;
 }
@@ -300,6 +417,106 @@ size_t SharedState::processes(uint32_t dev, ProcessUsage* out, size_t capacity) 
   return found;
 }
 
+bool SharedState::ipc_mapped_elsewhere(uint32_t record) const {
+  struct flock lock = byte_range(F_WRLCK, kIpcLockBase + record, 1);
+  if (retry_fcntl(fd_, F_OFD_GETLK, &lock) < 0) return true;  // unknown: keep it
+  return lock.l_type != F_UNLCK;
+}
+
+// Moves record `record` on as far as it goes: orphaned when its exporter is
+// gone, free when moreover nobody maps it. Idempotent, so a process killed
+// half-way leaves the next one to finish. Caller holds the mutex; dead slots
+// have been reaped (pid 0).
+void SharedState::ipc_settle_locked(uint32_t record) {
+  IpcRecord& r = layout_->ipc[record];
+  const int32_t owner = r.owner_slot.load(std::memory_order_relaxed);
+  if (owner >= 0) {
+    const bool alive = static_cast<uint32_t>(owner) < kMaxProcesses &&
+                       layout_->slots[owner].pid.load(std::memory_order_relaxed) ==
+                           r.owner_pid.load(std::memory_order_relaxed);
+    if (alive) return;
+    r.owner_slot.store(-1, std::memory_order_relaxed);
+  }
+  if (ipc_opens_[record] == 0 && !ipc_mapped_elsewhere(record))
+    r.id.store(0, std::memory_order_release);
+}
+
+bool SharedState::ipc_export(uint32_t dev, uint64_t bytes, uint64_t id, uint32_t* record) {
+  if (slot_ < 0 || id == 0) return false;
+  bool done = false;
+  lock();
+  reap_dead_locked();  // frees the records of the dead
+  for (uint32_t i = 0; i < kMaxIpcExports && !done; ++i) {
+    IpcRecord& r = layout_->ipc[i];
+    if (r.id.load(std::memory_order_relaxed) != 0) continue;
+    // A stale opener of a former record of this index may still hold its
+    // lock; the index is only reused once nobody does.
+    if (ipc_mapped_elsewhere(i)) continue;
+    r.device.store(dev, std::memory_order_relaxed);
+    r.bytes.store(bytes, std::memory_order_relaxed);
+    r.owner_pid.store(layout_->slots[slot_].pid.load(std::memory_order_relaxed),
+                      std::memory_order_relaxed);
+    r.owner_slot.store(slot_, std::memory_order_relaxed);
+    r.id.store(id, std::memory_order_release);  // last: a record is whole once it has an id
+    if (i + 1 > layout_->ipc_in_use.load(std::memory_order_relaxed))
+      layout_->ipc_in_use.store(i + 1, std::memory_order_relaxed);
+    *record = i;
+    done = true;
+  }
+  unlock();
+  return done;
+}
+
+void SharedState::ipc_unexport(uint32_t record, uint64_t id, uint32_t dev, uint64_t bytes) {
+  if (slot_ < 0 || dev >= kMaxDevices) return;
+  lock();
+  IpcRecord* r = record < kMaxIpcExports ? &layout_->ipc[record] : nullptr;
+  if (r && r->id.load(std::memory_order_relaxed) == id &&
+      r->owner_slot.load(std::memory_order_relaxed) == slot_) {
+    // The record takes the charge over, then the slot lets it go: killed in
+    // between, the slot is reaped and the record is right as it stands.
+    r->owner_slot.store(-1, std::memory_order_relaxed);
+    layout_->slots[slot_].held[dev].fetch_sub(bytes, std::memory_order_relaxed);
+    ipc_settle_locked(record);
+  } else {
+    layout_->slots[slot_].held[dev].fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  unlock();
+}
+
+bool SharedState::ipc_open(uint32_t record, uint64_t id) {
+  if (slot_ < 0 || record >= kMaxIpcExports || id == 0) return false;
+  bool opened = false;
+  lock();
+  IpcRecord& r = layout_->ipc[record];
+  const int32_t owner = r.owner_slot.load(std::memory_order_relaxed);
+  if (r.id.load(std::memory_order_relaxed) == id && owner >= 0 &&
+      static_cast<uint32_t>(owner) < kMaxProcesses &&
+      layout_->slots[owner].pid.load(std::memory_order_relaxed) ==
+          r.owner_pid.load(std::memory_order_relaxed) &&
+      slot_alive(static_cast<uint32_t>(owner))) {
+    opened = true;
+    if (ipc_opens_[record] == 0) {
+      struct flock lock = byte_range(F_RDLCK, kIpcLockBase + record, 1);
+      opened = retry_fcntl(fd_, F_OFD_SETLK, &lock) == 0;
+    }
+    if (opened) ++ipc_opens_[record];
+  }
+  unlock();
+  return opened;
+}
+
+void SharedState::ipc_close(uint32_t record) {
+  if (slot_ < 0 || record >= kMaxIpcExports || ipc_opens_[record] == 0) return;
+  lock();
+  if (--ipc_opens_[record] == 0) {
+    struct flock lock = byte_range(F_UNLCK, kIpcLockBase + record, 1);
+    retry_fcntl(fd_, F_OFD_SETLK, &lock);
+    reap_dead_locked();  // settles this record with the others
+  }
+  unlock();
+}
+
 void SharedState::context_created(uint32_t dev) {
   if (slot_ >= 0 && dev < kMaxDevices)
     layout_->slots[slot_].contexts[dev].fetch_add(1, std::memory_order_relaxed);
@@ -319,7 +536,54 @@ Interval SharedState::reserve(uint32_t dev, uint64_t not_before_ns, uint64_t dur
     slot.end_ns = slot.start_ns + duration_ns;
   } while (!busy.compare_exchange_weak(current, slot.end_ns, std::memory_order_acq_rel,
                                        std::memory_order_relaxed));
+  layout_->timelines[dev].busy_total_ns.fetch_add(duration_ns, std::memory_order_relaxed);
+  add_busy(layout_->timelines[dev].busy, slot, now_ns());
   return slot;
+}
+
+void SharedState::kernel_done(uint32_t dev, Interval ran) {
+  if (slot_ < 0 || dev >= layout_->machine.device_count) return;
+  Slot& mine = layout_->slots[slot_];
+  add_busy(mine.busy[dev], ran, now_ns());
+  // Only this process's executor thread writes its slot's busy time, so a
+  // plain maximum suffices.
+  if (mine.last_active_ns[dev].load(std::memory_order_relaxed) < ran.end_ns)
+    mine.last_active_ns[dev].store(ran.end_ns, std::memory_order_relaxed);
+}
+
+uint64_t SharedState::busy_total(uint32_t dev) const {
+  if (dev >= layout_->machine.device_count) return 0;
+  return layout_->timelines[dev].busy_total_ns.load(std::memory_order_relaxed);
+}
+
+uint64_t SharedState::created_ns() const {
+  return layout_->created_ns;
+}
+
+uint32_t SharedState::utilization(uint32_t dev, uint64_t now) {
+  if (dev >= layout_->machine.device_count) return 0;
+  return percent_of_window(busy_in_window(layout_->timelines[dev].busy, now));
+}
+
+size_t SharedState::process_utilization(uint32_t dev, uint64_t now, ProcessBusy* out,
+                                        size_t capacity) {
+  if (dev >= layout_->machine.device_count) return 0;
+  const uint64_t window_start = now > kUtilizationWindowNs ? now - kUtilizationWindowNs : 0;
+  size_t found = 0;
+  lock();
+  reap_dead_locked();
+  const uint32_t n = slots_in_use();
+  for (uint32_t i = 0; i < n; ++i) {
+    const Slot& s = layout_->slots[i];
+    const int32_t pid = s.pid.load(std::memory_order_relaxed);
+    const uint64_t last = s.last_active_ns[dev].load(std::memory_order_relaxed);
+    if (pid == 0 || last <= window_start) continue;
+    if (found < capacity)
+      out[found] = ProcessBusy{pid, last, percent_of_window(busy_in_window(s.busy[dev], now))};
+    ++found;
+  }
+  unlock();
+  return found;
 }
 
 }  // namespace fakecuda

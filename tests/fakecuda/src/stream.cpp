@@ -110,7 +110,8 @@ CUresult stream_wait_event(CUstream handle, CUevent event, unsigned int flags, D
       s->capture_tail.push_back(node);
     return CUDA_SUCCESS;
   }
-  if (event->recorded == 0) return CUDA_SUCCESS;  // never recorded: nothing to wait for
+  const uint64_t generation = recorded_generation(event);
+  if (generation == 0) return CUDA_SUCCESS;  // never recorded: nothing to wait for
   if (s->capture) {
     // An event recorded outside the capture cannot be waited on inside it.
     invalidate_capture_locked(s);
@@ -119,7 +120,7 @@ CUresult stream_wait_event(CUstream handle, CUevent event, unsigned int flags, D
   Op op;
   op.kind = Op::Kind::kWaitEvent;
   op.event = event;
-  op.generation = event->recorded;
+  op.generation = generation;
   return submit_locked(s, mode, std::move(op));
 }
 
@@ -138,10 +139,21 @@ CUresult event_record(CUevent event, CUstream handle, DefaultStream mode) {
   }
   event->capture = nullptr;
   event->capture_nodes.clear();
-  const uint64_t generation = ++event->recorded;
+  // An interprocess event counts its generations with the processes that
+  // share it.
+  const uint64_t generation = event->ipc
+                                  ? event->ipc->recorded.fetch_add(1, std::memory_order_acq_rel) + 1
+                                  : event->recorded + 1;
+  event->recorded = generation;
   Op op = action_op([event, generation](uint64_t done_ns) {
     event->completed = generation;
     event->time_ns = done_ns;
+    if (IpcEventPage* page = event->ipc) {
+      uint64_t seen = page->completed.load(std::memory_order_relaxed);
+      while (seen < generation &&
+             !page->completed.compare_exchange_weak(seen, generation, std::memory_order_release))
+        ;
+    }
   });
   op.event = event;
   return submit_locked(s, mode, std::move(op));
@@ -338,7 +350,8 @@ FAKECUDA_EXPORT CUresult cuEventQuery(CUevent hEvent) {
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   FAKECUDA_REQUIRE(d.is_live(hEvent, kEventMagic), CUDA_ERROR_INVALID_HANDLE);
-  return hEvent->completed >= hEvent->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return completed_generation(hEvent) >= recorded_generation(hEvent) ? CUDA_SUCCESS
+                                                                     : CUDA_ERROR_NOT_READY;
 }
 
 FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
@@ -346,7 +359,7 @@ FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   Driver& d = Driver::get();
   std::unique_lock<std::mutex> lock(d.mu);
   FAKECUDA_REQUIRE(d.is_live(hEvent, kEventMagic), CUDA_ERROR_INVALID_HANDLE);
-  const uint64_t generation = hEvent->recorded;
+  const uint64_t generation = recorded_generation(hEvent);
   ++hEvent->pending;  // keeps it alive should another thread destroy it meanwhile
   d.executor().wait_event(lock, hEvent, generation);
   const uint32_t physical = hEvent->ctx->physical;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "context.h"
+#include "memory.h"
 
 using namespace fakecuda;
 
@@ -31,6 +32,7 @@ struct Physical {
 struct Mapping {
   size_t size;
   Physical* phys;
+  unsigned access;  // CUmemAccess_flags granted by cuMemSetAccess
 };
 
 struct Reservation {
@@ -85,6 +87,32 @@ CUresult check_prop(const CUmemAllocationProp* prop) {
 }
 
 }  // namespace
+
+namespace fakecuda {
+
+bool vmm_lookup_locked(uintptr_t ptr, VmmInfo* out) {
+  auto& r = reservations();
+  auto it = r.upper_bound(ptr);
+  if (it == r.begin()) return false;
+  --it;
+  if (ptr >= it->first + it->second.size) return false;
+  *out = VmmInfo{};
+  out->reservation = it->first;
+  out->reservation_size = it->second.size;
+  auto m = mappings().upper_bound(ptr);
+  if (m == mappings().begin()) return true;
+  --m;
+  if (ptr >= m->first + m->second.size) return true;
+  out->mapped = true;
+  out->mapping = m->first;
+  out->mapping_size = m->second.size;
+  out->handle_types = m->second.phys->prop.requestedHandleTypes;
+  out->block_id = reinterpret_cast<uintptr_t>(m->second.phys);
+  out->access = m->second.access;
+  return true;
+}
+
+}  // namespace fakecuda
 
 FAKECUDA_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
                                                        const CUmemAllocationProp* prop,
@@ -182,7 +210,7 @@ FAKECUDA_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   void* at = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd,
                   static_cast<off_t>(offset));
   FAKECUDA_REQUIRE(at != MAP_FAILED, CUDA_ERROR_OUT_OF_MEMORY);
-  mappings()[ptr] = Mapping{size, p};
+  mappings()[ptr] = Mapping{size, p, CU_MEM_ACCESS_FLAGS_PROT_NONE};
   ++p->mappings;
   Allocation a;
   a.base = ptr;
@@ -237,6 +265,11 @@ FAKECUDA_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
   }
   FAKECUDA_REQUIRE(mprotect(reinterpret_cast<void*>(ptr), size, prot) == 0,
                    CUDA_ERROR_INVALID_VALUE);
+  const unsigned access = prot == PROT_NONE   ? CU_MEM_ACCESS_FLAGS_PROT_NONE
+                          : prot == PROT_READ ? CU_MEM_ACCESS_FLAGS_PROT_READ
+                                              : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  for (auto it = mappings().lower_bound(ptr); it != mappings().end() && it->first < end; ++it)
+    it->second.access = access;
   return CUDA_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 #include "support.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -78,6 +79,11 @@ std::string test_dir() {
 
 Helper spawn_helper(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env) {
+  return spawn_program(FAKECUDA_HELPER, args, env);
+}
+
+Helper spawn_program(const std::string& path, const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& env) {
   std::vector<std::string> vars;
   for (char** e = environ; *e; ++e) {
     std::string var = *e;
@@ -89,7 +95,7 @@ Helper spawn_helper(const std::vector<std::string>& args,
   for (auto& v : vars)
     envp.push_back(v.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_storage = {FAKECUDA_HELPER};
+  std::vector<std::string> argv_storage = {path};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage)
@@ -97,16 +103,20 @@ Helper spawn_helper(const std::vector<std::string>& args,
   argv.push_back(nullptr);
 
   int pipe_fds[2];
-  EXPECT_EQ(pipe(pipe_fds), 0);
+  int input_fds[2];
+  EXPECT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  EXPECT_EQ(pipe2(input_fds, O_CLOEXEC), 0);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  posix_spawn_file_actions_adddup2(&actions, input_fds[0], 0);
   Helper h;
-  EXPECT_EQ(posix_spawn(&h.pid, FAKECUDA_HELPER, &actions, nullptr, argv.data(), envp.data()), 0);
+  EXPECT_EQ(posix_spawn(&h.pid, path.c_str(), &actions, nullptr, argv.data(), envp.data()), 0);
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[1]);
+  close(input_fds[0]);
   h.out = pipe_fds[0];
+  h.in = input_fds[1];
   return h;
 }
 
@@ -120,8 +130,16 @@ std::string Helper::read_line() {
   return line;
 }
 
+std::string Helper::ask(const std::string& line) {
+  const std::string sent = line + "\n";
+  if (write(in, sent.data(), sent.size()) != static_cast<ssize_t>(sent.size())) return "";
+  return read_line();
+}
+
 int Helper::wait() {
   int status = 0;
+  if (in >= 0) close(in);
+  in = -1;
   waitpid(pid, &status, 0);
   close(out);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -129,7 +147,12 @@ int Helper::wait() {
 
 std::string run_helper(const std::vector<std::string>& args,
                        const std::map<std::string, std::string>& env, int* status) {
-  Helper h = spawn_helper(args, env);
+  return run_program(FAKECUDA_HELPER, args, env, status);
+}
+
+std::string run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& env, int* status) {
+  Helper h = spawn_program(path, args, env);
   std::string all;
   char buffer[4096];
   ssize_t n;

@@ -28,15 +28,26 @@ size_t free_memory();
 struct Helper {
   pid_t pid = -1;
   int out = -1;             // its stdout
+  int in = -1;              // its stdin
   std::string read_line();  // blocks for the next line ("" at EOF)
-  int wait();               // exit status, or 128+signal
+  // Sends `line` to its stdin and returns the line it answers.
+  std::string ask(const std::string& line);
+  int wait();  // exit status, or 128+signal
 };
 Helper spawn_helper(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env = {});
 
+// Any program, the same way.
+Helper spawn_program(const std::string& path, const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& env = {});
+
 // Runs a helper to completion and returns everything it printed.
 std::string run_helper(const std::vector<std::string>& args,
                        const std::map<std::string, std::string>& env = {}, int* status = nullptr);
+
+// Runs a program to completion and returns everything it printed to stdout.
+std::string run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& env = {}, int* status = nullptr);
 
 std::string test_dir();
 

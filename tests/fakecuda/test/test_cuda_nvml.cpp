@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "nvml_subset.h"
+#include "nvml_device_queries.h"
 #include "support.h"
 
 namespace fakecuda::test {
@@ -96,6 +96,28 @@ TEST_F(CudaAndNvml, AgreeOnMemoryDownToEachProcess) {
   ASSERT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(device, &n, processes), NVML_SUCCESS);
   ASSERT_EQ(n, 1u);
   EXPECT_EQ(processes[0].usedGpuMemory, 64ull << 20);
+}
+
+TEST_F(CudaAndNvml, KernelsOfThisProcessShowAsUtilization) {
+  // Device 1: what this test runs is all that runs there in a fresh process.
+  init_primary(1);
+  unsigned long long ns = 200'000'000;
+  unsigned long long* counter = nullptr;
+  void* params[] = {&ns, &counter};
+  ASSERT_CU(cuLaunchKernel(spin_kernel(), 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr));
+  ASSERT_CU(cuCtxSynchronize());
+  nvmlDevice_t device = nullptr;
+  ASSERT_EQ(nvmlDeviceGetHandleByIndex_v2(1, &device), NVML_SUCCESS);
+  nvmlUtilization_t rates{};
+  ASSERT_EQ(nvmlDeviceGetUtilizationRates(device, &rates), NVML_SUCCESS);
+  EXPECT_GT(rates.gpu, 0u);
+  unsigned int count = 8;
+  nvmlProcessUtilizationSample_t samples[8];
+  ASSERT_EQ(nvmlDeviceGetProcessUtilization(device, samples, &count, 0), NVML_SUCCESS);
+  bool mine = false;
+  for (unsigned int i = 0; i < count; ++i)
+    mine = mine || (samples[i].pid == static_cast<unsigned>(getpid()) && samples[i].smUtil > 0);
+  EXPECT_TRUE(mine);
 }
 
 }  // namespace

@@ -35,6 +35,13 @@ TEST_F(Memory, LinearAllocationsArePagedAndReturned) {
   EXPECT_EQ(cuMemAlloc_v2(nullptr, 1), CUDA_ERROR_INVALID_VALUE);
 }
 
+// As the real driver: cudaFree(NULL), which cuBLAS calls, reaches the driver.
+TEST_F(Memory, FreeingNullSucceeds) {
+  EXPECT_CU(cuMemFree_v2(0));
+  EXPECT_CU(cuMemFree(0));
+  EXPECT_EQ(taken(), 0u);
+}
+
 TEST_F(Memory, OutOfMemoryChangesNothing) {
   CUdeviceptr big = 0, p = 0;
   ASSERT_CU(cuMemAlloc_v2(&big, baseline_ - 4 * kMiB));
@@ -131,6 +138,31 @@ TEST_F(Memory, StreamOrderedAllocationsGoBackToThePoolThenTheDevice) {
   ASSERT_CU(cuMemPoolTrimTo(pool, 0));
   EXPECT_EQ(taken(), 0u);
   ASSERT_CU(cuStreamDestroy_v2(stream));
+}
+
+// UINT64_MAX is how PyTorch's cudaMallocAsync backend says "never release":
+// the pool keeps what it reserved, and what is in use stays charged.
+TEST_F(Memory, APoolThatNeverReleasesKeepsItsMemoryAcrossSynchronisation) {
+  CUmemoryPool pool = nullptr;
+  ASSERT_CU(cuDeviceGetMemPool(&pool, 0));
+  cuuint64_t never = UINT64_MAX;
+  ASSERT_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
+  CUdeviceptr held = 0, freed = 0;
+  ASSERT_CU(cuMemAllocAsync(&held, 6 * kMiB, nullptr));
+  ASSERT_CU(cuMemAllocAsync(&freed, 4 * kMiB, nullptr));
+  ASSERT_CU(cuMemFreeAsync(freed, nullptr));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(taken(), 10 * kMiB);
+  cuuint64_t reserved = 0;
+  ASSERT_CU(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved));
+  EXPECT_EQ(reserved, 10 * kMiB);
+  // A trim gives back what is not in use, never what is.
+  ASSERT_CU(cuMemPoolTrimTo(pool, 0));
+  EXPECT_EQ(taken(), 6 * kMiB);
+  ASSERT_CU(cuMemFreeAsync(held, nullptr));
+  ASSERT_CU(cuCtxSynchronize());
+  ASSERT_CU(cuMemPoolTrimTo(pool, 0));
+  EXPECT_EQ(taken(), 0u);
 }
 
 TEST_F(Memory, ExplicitPools) {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "config.h"
-#include "nvml_subset.h"
+#include "nvml_device_queries.h"
 #include "shared_state.h"
 
 namespace {
@@ -41,6 +41,12 @@ static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
 static_assert(sizeof(nvmlProcessInfo_v2_t) == 24 &&
               offsetof(nvmlProcessInfo_v2_t, gpuInstanceId) == 16);
 static_assert(sizeof(nvmlPciInfo_t) == 68 && offsetof(nvmlPciInfo_t, busId) == 36);
+static_assert(sizeof(nvmlUtilization_t) == 8);
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32 &&
+              offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8 &&
+              offsetof(nvmlProcessUtilizationSample_t, decUtil) == 28);
+static_assert(sizeof(nvmlBAR1Memory_t) == 24);
+static_assert(sizeof(nvmlTemperature_t) == 12 && nvmlTemperature_v1 == 0x0100'000Cu);
 
 constexpr unsigned int kNoMigInstance = 0xFFFFFFFFu;
 // Small enough for any configured device, odd enough not to match by chance.
@@ -632,6 +638,313 @@ TEST(NvmlErrorString, NamesEveryCodeAndNeverReturnsNull) {
   EXPECT_STREQ(nvmlErrorString(NVML_ERROR_INSUFFICIENT_SIZE), "Insufficient Size");
   EXPECT_STREQ(nvmlErrorString(NVML_ERROR_UNKNOWN), "Unknown Error");
   EXPECT_STREQ(nvmlErrorString(static_cast<nvmlReturn_t>(12345)), "Unknown Error");
+}
+
+// ---- Device identity and set-up ---------------------------------------------------
+
+TEST_F(NvmlTest, DeviceIsAHopperDataCenterBoard) {
+  nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
+  ASSERT_EQ(nvmlDeviceGetBrand(device0_, &brand), NVML_SUCCESS);
+  EXPECT_EQ(brand, NVML_BRAND_NVIDIA);
+  nvmlDeviceArchitecture_t arch = 0;
+  ASSERT_EQ(nvmlDeviceGetArchitecture(device0_, &arch), NVML_SUCCESS);
+  EXPECT_EQ(arch, static_cast<nvmlDeviceArchitecture_t>(NVML_DEVICE_ARCH_HOPPER));
+  int major = 0, minor = -1;
+  ASSERT_EQ(nvmlDeviceGetCudaComputeCapability(device0_, &major, &minor), NVML_SUCCESS);
+  EXPECT_EQ(major, 9);
+  EXPECT_EQ(minor, 0);
+  char serial[NVML_DEVICE_SERIAL_BUFFER_SIZE];
+  ASSERT_EQ(nvmlDeviceGetSerial(device0_, serial, sizeof(serial)), NVML_SUCCESS);
+  EXPECT_THAT(serial, testing::MatchesRegex("[0-9]{13}"));
+  unsigned int width = 0;
+  ASSERT_EQ(nvmlDeviceGetMemoryBusWidth(device0_, &width), NVML_SUCCESS);
+  EXPECT_EQ(width, config_.machine.devices[0].bus_width_bits);
+  unsigned int generation = 0, lanes = 0;
+  ASSERT_EQ(nvmlDeviceGetMaxPcieLinkGeneration(device0_, &generation), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetCurrPcieLinkWidth(device0_, &lanes), NVML_SUCCESS);
+  EXPECT_EQ(generation, 5u);
+  EXPECT_EQ(lanes, 16u);
+  nvmlBAR1Memory_t bar1{};
+  ASSERT_EQ(nvmlDeviceGetBAR1MemoryInfo(device0_, &bar1), NVML_SUCCESS);
+  EXPECT_EQ(bar1.bar1Free + bar1.bar1Used, bar1.bar1Total);
+}
+
+TEST_F(NvmlTest, ModesAreThoseOfAnUnpartitionedPersistentGpu) {
+  nvmlEnableState_t persistence = NVML_FEATURE_DISABLED, ecc = NVML_FEATURE_DISABLED,
+                    ecc_pending = NVML_FEATURE_DISABLED;
+  ASSERT_EQ(nvmlDeviceGetPersistenceMode(device0_, &persistence), NVML_SUCCESS);
+  EXPECT_EQ(persistence, NVML_FEATURE_ENABLED);
+  ASSERT_EQ(nvmlDeviceGetEccMode(device0_, &ecc, &ecc_pending), NVML_SUCCESS);
+  EXPECT_EQ(ecc, NVML_FEATURE_ENABLED);
+  nvmlComputeMode_t compute = NVML_COMPUTEMODE_PROHIBITED;
+  ASSERT_EQ(nvmlDeviceGetComputeMode(device0_, &compute), NVML_SUCCESS);
+  EXPECT_EQ(compute, NVML_COMPUTEMODE_DEFAULT);
+  unsigned int mig = 9, mig_pending = 9;
+  ASSERT_EQ(nvmlDeviceGetMigMode(device0_, &mig, &mig_pending), NVML_SUCCESS);
+  EXPECT_EQ(mig, static_cast<unsigned>(NVML_DEVICE_MIG_DISABLE));
+  nvmlPstates_t pstate = NVML_PSTATE_UNKNOWN;
+  ASSERT_EQ(nvmlDeviceGetPerformanceState(device0_, &pstate), NVML_SUCCESS);
+  EXPECT_EQ(pstate, NVML_PSTATE_0);
+  nvmlEnableState_t display = NVML_FEATURE_ENABLED;
+  ASSERT_EQ(nvmlDeviceGetDisplayActive(device0_, &display), NVML_SUCCESS);
+  EXPECT_EQ(display, NVML_FEATURE_DISABLED);
+  EXPECT_EQ(nvmlDeviceGetMigMode(device0_, &mig, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(NvmlTest, HandleByPciBusIdAcceptsBothForms) {
+  nvmlDevice_t found = nullptr;
+  ASSERT_EQ(nvmlDeviceGetHandleByPciBusId_v2("00000000:10:00.0", &found), NVML_SUCCESS);
+  EXPECT_EQ(found, device0_);
+  found = nullptr;
+  ASSERT_EQ(nvmlDeviceGetHandleByPciBusId("0000:10:00.0", &found), NVML_SUCCESS);
+  EXPECT_EQ(found, device0_);
+  EXPECT_EQ(nvmlDeviceGetHandleByPciBusId_v2("0000:7f:00.0", &found), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvmlDeviceGetHandleByPciBusId_v2("bus ten", &found), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceGetHandleByPciBusId_v2(nullptr, &found), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(NvmlTest, NvmlVersionNamesTheCudaMajorAndTheDriver) {
+  char version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+  ASSERT_EQ(nvmlSystemGetNVMLVersion(version, sizeof(version)), NVML_SUCCESS);
+  char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+  ASSERT_EQ(nvmlSystemGetDriverVersion(driver, sizeof(driver)), NVML_SUCCESS);
+  EXPECT_EQ(std::string(version),
+            std::to_string(config_.machine.driver_version / 1000) + "." + driver);
+}
+
+TEST_F(NvmlTest, GraphicsAndMpsProcessListsAreEmpty) {
+  unsigned int count = 5;
+  nvmlProcessInfo_t infos[5];
+  ASSERT_EQ(nvmlDeviceGetGraphicsRunningProcesses_v3(device0_, &count, infos), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  count = 0;
+  ASSERT_EQ(nvmlDeviceGetMPSComputeRunningProcesses_v3(device0_, &count, nullptr), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  nvmlProcessInfo_v1_t v1[1];
+  count = 1;
+  EXPECT_EQ(nvmlDeviceGetGraphicsRunningProcesses(device0_, &count, v1), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceGetMPSComputeRunningProcesses_v2(device0_, nullptr, nullptr),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(NvmlTest, NoNvlinkAndPcieTopology) {
+  nvmlEnableState_t active = NVML_FEATURE_ENABLED;
+  EXPECT_EQ(nvmlDeviceGetNvLinkState(device0_, 0, &active), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetNvLinkState(device0_, NVML_NVLINK_MAX_LINKS, &active),
+            NVML_ERROR_INVALID_ARGUMENT);
+  nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_GPU;
+  EXPECT_EQ(nvmlDeviceGetNvLinkRemoteDeviceType(device0_, 0, &type), NVML_ERROR_NOT_SUPPORTED);
+  nvmlPciInfo_t pci{};
+  EXPECT_EQ(nvmlDeviceGetNvLinkRemotePciInfo_v2(device0_, 0, &pci), NVML_ERROR_NOT_SUPPORTED);
+  alignas(8) unsigned char fabric[64] = {};
+  EXPECT_EQ(nvmlDeviceGetGpuFabricInfoV(device0_, reinterpret_cast<nvmlGpuFabricInfoV_t*>(fabric)),
+            NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetGpuFabricInfoV(device0_, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+
+  ASSERT_GE(config_.machine.device_count, 2u) << "the peer checks need two devices";
+  nvmlDevice_t device1 = nullptr;
+  ASSERT_EQ(nvmlDeviceGetHandleByIndex_v2(1, &device1), NVML_SUCCESS);
+  nvmlGpuP2PStatus_t status = NVML_P2P_STATUS_UNKNOWN;
+  ASSERT_EQ(nvmlDeviceGetP2PStatus(device0_, device1, NVML_P2P_CAPS_INDEX_READ, &status),
+            NVML_SUCCESS);
+  EXPECT_EQ(status, NVML_P2P_STATUS_OK);
+  ASSERT_EQ(nvmlDeviceGetP2PStatus(device0_, device1, NVML_P2P_CAPS_INDEX_NVLINK, &status),
+            NVML_SUCCESS);
+  EXPECT_EQ(status, NVML_P2P_STATUS_NOT_SUPPORTED);
+  nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
+  ASSERT_EQ(nvmlDeviceGetTopologyCommonAncestor(device0_, device1, &level), NVML_SUCCESS);
+  EXPECT_EQ(level, NVML_TOPOLOGY_HOSTBRIDGE);
+  ASSERT_EQ(nvmlDeviceGetTopologyCommonAncestor(device0_, device0_, &level), NVML_SUCCESS);
+  EXPECT_EQ(level, NVML_TOPOLOGY_INTERNAL);
+}
+
+TEST_F(NvmlTest, MaximumClocksComeFromTheConfiguration) {
+  unsigned int sm = 0, memory = 0, boost = 0, application = 0;
+  ASSERT_EQ(nvmlDeviceGetMaxClockInfo(device0_, NVML_CLOCK_SM, &sm), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetMaxClockInfo(device0_, NVML_CLOCK_MEM, &memory), NVML_SUCCESS);
+  EXPECT_EQ(sm, config_.machine.devices[0].clock_khz / 1000);
+  EXPECT_EQ(memory, config_.machine.devices[0].mem_clock_khz / 1000);
+  ASSERT_EQ(nvmlDeviceGetClock(device0_, NVML_CLOCK_SM, NVML_CLOCK_ID_CUSTOMER_BOOST_MAX, &boost),
+            NVML_SUCCESS);
+  EXPECT_EQ(boost, sm);
+  ASSERT_EQ(nvmlDeviceGetApplicationsClock(device0_, NVML_CLOCK_GRAPHICS, &application),
+            NVML_SUCCESS);
+  EXPECT_EQ(application, sm);
+  unsigned int current = 0;
+  ASSERT_EQ(nvmlDeviceGetClockInfo(device0_, NVML_CLOCK_MEM, &current), NVML_SUCCESS);
+  EXPECT_EQ(current, memory);
+  EXPECT_EQ(nvmlDeviceGetClockInfo(device0_, static_cast<nvmlClockType_t>(9), &current),
+            NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceGetClock(device0_, NVML_CLOCK_SM, static_cast<nvmlClockId_t>(9), &current),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(NvmlTest, PowerLimitsAndNoFan) {
+  unsigned int limit = 0, enforced = 0, low = 0, high = 0;
+  ASSERT_EQ(nvmlDeviceGetPowerManagementLimit(device0_, &limit), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetEnforcedPowerLimit(device0_, &enforced), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetPowerManagementLimitConstraints(device0_, &low, &high), NVML_SUCCESS);
+  EXPECT_EQ(limit, 700'000u);  // milliwatts
+  EXPECT_EQ(enforced, limit);
+  EXPECT_LT(low, high);
+  unsigned int speed = 0;
+  EXPECT_EQ(nvmlDeviceGetFanSpeed(device0_, &speed), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetFanSpeed_v2(device0_, 0, &speed), NVML_ERROR_NOT_SUPPORTED);
+  nvmlTemperature_t temperature{};
+  temperature.version = 1;  // not nvmlTemperature_v1
+  EXPECT_EQ(nvmlDeviceGetTemperatureV(device0_, &temperature),
+            NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  unsigned int celsius = 0;
+  EXPECT_EQ(nvmlDeviceGetTemperature(device0_, static_cast<nvmlTemperatureSensors_t>(1), &celsius),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
+// ---- Utilization ----------------------------------------------------------------
+
+// This process's share of the simulated machine, as libcuda's executor
+// takes it: attached, and reserving device time.
+fakecuda::SharedState* attached_state() {
+  fakecuda::Config config;
+  std::string error;
+  if (!fakecuda::load_config(config, error)) return nullptr;
+  fakecuda::SharedState* state =
+      fakecuda::SharedState::open(config.process.state_path, config.machine, error);
+  return state && state->attach() ? state : nullptr;
+}
+
+TEST(NvmlUtilization, AnIdleDeviceIsCoolAndSlow) {
+  expect_in_fresh_process({}, [] {
+    FRESH_CHECK(nvmlInit_v2() == NVML_SUCCESS);
+    nvmlDevice_t device = nullptr;
+    FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(0, &device) == NVML_SUCCESS);
+    nvmlUtilization_t rates{7, 7};
+    FRESH_CHECK(nvmlDeviceGetUtilizationRates(device, &rates) == NVML_SUCCESS);
+    FRESH_CHECK(rates.gpu == 0 && rates.memory == 0);
+    unsigned int celsius = 0, milliwatts = 0, sm = 0, max_sm = 0;
+    FRESH_CHECK(nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, &celsius) == NVML_SUCCESS);
+    FRESH_CHECK(celsius == 30);
+    FRESH_CHECK(nvmlDeviceGetPowerUsage(device, &milliwatts) == NVML_SUCCESS);
+    FRESH_CHECK(milliwatts == 70'000);
+    FRESH_CHECK(nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM, &sm) == NVML_SUCCESS);
+    FRESH_CHECK(nvmlDeviceGetMaxClockInfo(device, NVML_CLOCK_SM, &max_sm) == NVML_SUCCESS);
+    FRESH_CHECK(sm < max_sm);
+    unsigned long long reasons = 0;
+    FRESH_CHECK(nvmlDeviceGetCurrentClocksEventReasons(device, &reasons) == NVML_SUCCESS);
+    FRESH_CHECK(reasons == nvmlClocksEventReasonGpuIdle);
+    unsigned int encoder = 9, period = 0;
+    FRESH_CHECK(nvmlDeviceGetEncoderUtilization(device, &encoder, &period) == NVML_SUCCESS);
+    FRESH_CHECK(encoder == 0 && period > 0);
+    unsigned int count = 4;
+    nvmlProcessUtilizationSample_t samples[4];
+    FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, samples, &count, 0) ==
+                NVML_ERROR_NOT_FOUND);
+    FRESH_CHECK(nvmlShutdown() == NVML_SUCCESS);
+    return std::string();
+  });
+}
+
+TEST(NvmlUtilization, BusyTimeOfTheLastSecondIsReportedForDeviceAndProcess) {
+  expect_in_fresh_process({}, [] {
+    fakecuda::SharedState* state = attached_state();
+    FRESH_CHECK(state != nullptr);
+    // Kernels that ran from 900 ms to 500 ms ago: 40% of the last second.
+    // The executor reserves the time, then reports the kernel done.
+    const uint64_t now = fakecuda::now_ns();
+    const fakecuda::Interval ran = state->reserve(0, now - 900'000'000, 400'000'000);
+    FRESH_CHECK(ran.start_ns == now - 900'000'000);
+    state->kernel_done(0, ran);
+    FRESH_CHECK(nvmlInit_v2() == NVML_SUCCESS);
+    nvmlDevice_t device = nullptr, other = nullptr;
+    FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(0, &device) == NVML_SUCCESS);
+    FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(1, &other) == NVML_SUCCESS);
+    nvmlUtilization_t rates{};
+    FRESH_CHECK(nvmlDeviceGetUtilizationRates(device, &rates) == NVML_SUCCESS);
+    FRESH_CHECK(rates.gpu >= 35 && rates.gpu <= 40);
+    FRESH_CHECK(nvmlDeviceGetUtilizationRates(other, &rates) == NVML_SUCCESS);
+    FRESH_CHECK(rates.gpu == 0);
+
+    // The process's sample: a count query, then the sample itself.
+    unsigned int count = 0;
+    FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, nullptr, &count, 0) ==
+                NVML_ERROR_INSUFFICIENT_SIZE);
+    FRESH_CHECK(count == 1);
+    nvmlProcessUtilizationSample_t sample{};
+    FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, &sample, &count, 0) == NVML_SUCCESS);
+    FRESH_CHECK(count == 1 && sample.pid == static_cast<unsigned>(getpid()));
+    FRESH_CHECK(sample.smUtil >= 35 && sample.smUtil <= 40);
+    FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, &sample, &count, sample.timeStamp) ==
+                NVML_ERROR_NOT_FOUND);
+
+    // A loaded device is warmer and draws more than an idle one.
+    unsigned int celsius = 0, milliwatts = 0;
+    FRESH_CHECK(nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, &celsius) == NVML_SUCCESS);
+    FRESH_CHECK(nvmlDeviceGetPowerUsage(device, &milliwatts) == NVML_SUCCESS);
+    FRESH_CHECK(celsius > 30 && milliwatts > 70'000 && milliwatts < 700'000);
+    unsigned long long reasons = 1;
+    FRESH_CHECK(nvmlDeviceGetCurrentClocksEventReasons(device, &reasons) == NVML_SUCCESS);
+    FRESH_CHECK(reasons == nvmlClocksEventReasonNone);
+    unsigned long long busy_energy = 0, idle_energy = 0;
+    FRESH_CHECK(nvmlDeviceGetTotalEnergyConsumption(device, &busy_energy) == NVML_SUCCESS);
+    FRESH_CHECK(nvmlDeviceGetTotalEnergyConsumption(other, &idle_energy) == NVML_SUCCESS);
+    // The busy device has drawn more (busy time counts only since the
+    // machine came up, which this test's past kernel predates).
+    FRESH_CHECK(busy_energy > idle_energy);
+    FRESH_CHECK(nvmlShutdown() == NVML_SUCCESS);
+    return std::string();
+  });
+}
+
+TEST(NvmlUtilization, TimeReservedAheadShowsAsItArrivesAndNeverBeforeItIsDone) {
+  expect_in_fresh_process({}, [] {
+    fakecuda::SharedState* state = attached_state();
+    FRESH_CHECK(state != nullptr);
+    // A kernel reserved to start 3 s from now (a backlogged timeline):
+    // nothing of it is in the last second yet, and the process has not run it.
+    const uint64_t now = fakecuda::now_ns();
+    state->reserve(0, now + 3'000'000'000ull, 500'000'000);
+    FRESH_CHECK(state->utilization(0, fakecuda::now_ns()) == 0);
+    fakecuda::ProcessBusy busy[4];
+    FRESH_CHECK(state->process_utilization(0, fakecuda::now_ns(), busy, 4) == 0);
+    // Seen from inside its run, the device is busy.
+    FRESH_CHECK(state->utilization(0, now + 3'400'000'000ull) >= 35);
+    return std::string();
+  });
+}
+
+TEST(NvmlUtilization, AKilledProcessLeavesItsDeviceTimeButNoSample) {
+  expect_in_fresh_process({}, [] {
+    int ready[2];
+    FRESH_CHECK(pipe(ready) == 0);
+    const pid_t child = fork();
+    if (child == 0) {
+      fakecuda::SharedState* state = attached_state();
+      const uint64_t now = fakecuda::now_ns();
+      if (state) state->kernel_done(0, state->reserve(0, now - 600'000'000, 300'000'000));
+      const char status = state ? 'y' : 'n';
+      if (write(ready[1], &status, 1) != 1) std::_Exit(1);
+      pause();
+      std::_Exit(0);
+    }
+    char status = 'n';
+    FRESH_CHECK(read(ready[0], &status, 1) == 1 && status == 'y');
+    FRESH_CHECK(nvmlInit_v2() == NVML_SUCCESS);
+    nvmlDevice_t device = nullptr;
+    FRESH_CHECK(nvmlDeviceGetHandleByIndex_v2(0, &device) == NVML_SUCCESS);
+    unsigned int count = 4;
+    nvmlProcessUtilizationSample_t samples[4];
+    FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, samples, &count, 0) == NVML_SUCCESS);
+    FRESH_CHECK(count == 1 && samples[0].pid == static_cast<unsigned>(child));
+    kill(child, SIGKILL);
+    FRESH_CHECK(waitpid(child, nullptr, 0) == child);
+    count = 4;
+    FRESH_CHECK(nvmlDeviceGetProcessUtilization(device, samples, &count, 0) ==
+                NVML_ERROR_NOT_FOUND);
+    nvmlUtilization_t rates{};
+    FRESH_CHECK(nvmlDeviceGetUtilizationRates(device, &rates) == NVML_SUCCESS);
+    FRESH_CHECK(rates.gpu >= 25 && rates.gpu <= 30);
+    FRESH_CHECK(nvmlShutdown() == NVML_SUCCESS);
+    return std::string();
+  });
 }
 
 }  // namespace
