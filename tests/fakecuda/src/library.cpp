@@ -50,11 +50,16 @@ CUresult current_library_module(CUlib_st* library, CUmod_st** out) {
   return library_module_locked(library, ctx, out);
 }
 
+// CU_LIBRARY_BINARY_IS_PRESERVED is a flag and reads no value: cuBLASLt
+// passes it with no array of values. Only the host table option needs one.
 CUresult check_library_options(const CUlibraryOption* options, void** values, unsigned count) {
-  FAKECUDA_REQUIRE(count == 0 || (options && values), CUDA_ERROR_INVALID_VALUE);
-  for (unsigned i = 0; i < count; ++i)
+  FAKECUDA_REQUIRE(count == 0 || options, CUDA_ERROR_INVALID_VALUE);
+  for (unsigned i = 0; i < count; ++i) {
     FAKECUDA_REQUIRE(options[i] >= 0 && options[i] < CU_LIBRARY_NUM_OPTIONS,
                      CUDA_ERROR_INVALID_VALUE);
+    FAKECUDA_REQUIRE(options[i] == CU_LIBRARY_BINARY_IS_PRESERVED || values,
+                     CUDA_ERROR_INVALID_VALUE);
+  }
   return CUDA_SUCCESS;
 }
 

@@ -295,6 +295,19 @@ TEST_F(Libraries, KernelHandleWorksWhereverAFunctionDoes) {
   ASSERT_CU(cuLibraryUnload(library));
 }
 
+// CU_LIBRARY_BINARY_IS_PRESERVED is a flag: cuBLASLt passes it with no array
+// of values (and failed to load its kernels while that was refused).
+TEST_F(Libraries, APreservedBinaryNeedsNoOptionValue) {
+  CUlibraryOption preserved = CU_LIBRARY_BINARY_IS_PRESERVED;
+  CUlibrary library = nullptr;
+  ASSERT_CU(
+      cuLibraryLoadData(&library, fatbin_.data(), nullptr, nullptr, 0, &preserved, nullptr, 1));
+  ASSERT_CU(cuLibraryUnload(library));
+  CUlibraryOption table = CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE;
+  EXPECT_EQ(cuLibraryLoadData(&library, fatbin_.data(), nullptr, nullptr, 0, &table, nullptr, 1),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
 // cuBLAS sizes its kernels with occupancy queries on CUkernel handles.
 TEST_F(Libraries, OccupancyQueriesTakeAKernelHandle) {
   CUlibrary library = load();
