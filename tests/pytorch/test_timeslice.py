@@ -1,0 +1,83 @@
+"""PyTorch tenants time-slicing the simulated GPU under gpulimitd, their
+shares measured from the simulator's kernel trace (gpulimit-trace) over
+the window in which all of them ran: weights 3:1, a lone --sm 30, and a
+tenant replaying a torch.cuda.CUDAGraph beside an eager one.
+
+Kernels take 1 ms on the simulated device here, so that the tenants'
+Python loops keep it busy and the scheduler, not the host, decides."""
+
+import os
+
+import pytest
+
+from conftest import describe, job
+
+import common
+from section_shares import analyse_trace, trace_window
+
+SECONDS = 6
+MARGIN_NS = 500_000_000  # start-up and wind-down left out of the window
+TOLERANCE = 0.05
+
+
+@pytest.fixture
+def machine(suite):
+    return common.Machine(suite, "timeslice", memory="16G", context_memory="256M")
+
+
+def run_tenants(suite, machine, server, tenants):
+    """Starts every tenant at once: name -> (gpulimit flags, busy.py args)."""
+    running = {}
+    for name, (flags, args) in tenants.items():
+        env = machine.tenant_environment(os.path.join(machine.dir, "ledgers-" + name),
+                                         server.socket, {"FAKECUDA_KERNEL_NS": "1000000"})
+        argv = common.gpulimit_command(suite, flags,
+                                       [suite.python, job("busy.py"), str(SECONDS)] + args)
+        running[name] = common.Running(argv, env)
+    finished = {name: r.wait(SECONDS + 120) for name, r in running.items()}
+    for name, done in finished.items():
+        assert done.status == 0, "%s: %s" % (name, describe(done))
+    pids = {name: common.last_json(done.out)["pid"] for name, done in finished.items()}
+    window = trace_window(machine.trace_path, set(pids.values()), MARGIN_NS)
+    assert window and window[1] - window[0] > 2_000_000_000, window
+    device, error = analyse_trace(suite, machine.trace_path, pids, window)
+    assert device, error
+    assert device["overlaps"]["count"] == 0, device["overlaps"]
+    named = {t["name"]: t for t in device["tenants"] if t["named"]}
+    print("[ measured ] window %.2f s, busy %.4f, %s" % (
+        (window[1] - window[0]) / 1e9, device["busy_fraction"],
+        ", ".join("%s: %.4f of busy, %.4f of wall" % (
+            name, t["busy_ns"] / device["busy_ns"], t["share"]) for name, t in named.items())))
+    return named, device
+
+
+def share_of_busy(tenants, device, name):
+    return tenants[name]["busy_ns"] / device["busy_ns"]
+
+
+def test_weights_three_to_one(suite, machine, server):
+    tenants, device = run_tenants(suite, machine, server, {
+        "heavy": (["--weight", "3"], []),
+        "light": (["--weight", "1"], []),
+    })
+
+    assert share_of_busy(tenants, device, "heavy") == pytest.approx(0.75, abs=TOLERANCE)
+    assert share_of_busy(tenants, device, "light") == pytest.approx(0.25, abs=TOLERANCE)
+
+
+def test_a_lone_tenant_capped_at_30_percent(suite, machine, server):
+    tenants, device = run_tenants(suite, machine, server, {
+        "capped": (["--sm", "30"], []),
+    })
+
+    assert tenants["capped"]["share"] == pytest.approx(0.30, abs=TOLERANCE)
+
+
+def test_a_cuda_graph_tenant_takes_turns_with_an_eager_one(suite, machine, server):
+    tenants, device = run_tenants(suite, machine, server, {
+        "graph": (["--weight", "1"], ["--graph"]),
+        "eager": (["--weight", "1"], []),
+    })
+
+    assert share_of_busy(tenants, device, "graph") == pytest.approx(0.5, abs=TOLERANCE)
+    assert share_of_busy(tenants, device, "eager") == pytest.approx(0.5, abs=TOLERANCE)
