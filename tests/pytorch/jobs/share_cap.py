@@ -1,6 +1,11 @@
 """Processes of one job sharing one gpulimit cap, the ways PyTorch jobs
 start them. Prints one JSON line.
 
+  share_cap.py spawn CAP_BYTES   torch.multiprocessing (spawn) children:
+        the parent holds a quarter of the cap and hands a CUDA tensor to
+        each child through a queue (CUDA IPC); each child writes its mark
+        into it; once both have, they allocate until refused, one after the
+        other. Together they never pass the cap.
   share_cap.py kill CAP_BYTES    a child holds half the cap and is
         SIGKILLed; the parent then gets that half itself.
   share_cap.py loader            a DataLoader with two spawn workers feeds
@@ -16,6 +21,63 @@ import time
 import torch
 import torch.multiprocessing as mp
 
+
+
+MiB = 1 << 20
+
+
+def fill(step=16 * MiB):
+    """Allocates STEP-sized tensors until PyTorch refuses; returns them."""
+    held = []
+    while True:
+        try:
+            held.append(torch.empty(step, dtype=torch.uint8, device="cuda"))
+        except torch.OutOfMemoryError:
+            break
+    torch.cuda.synchronize()
+    return held
+
+
+def spawn_child(rank, shared_queue, results, go):
+    shared = shared_queue.get()  # a CUDA tensor of the parent's, through CUDA IPC
+    shared[rank] = rank + 1  # a copy from the host into the parent's memory
+    torch.cuda.synchronize()
+    results.put(("ready", rank))
+    go[rank].wait()
+    held = fill()
+    results.put(("held", rank, sum(t.numel() for t in held)))
+    while True:  # keep everything until the parent has counted it
+        time.sleep(1)
+
+
+def run_spawn(cap):
+    ctx = mp.get_context("spawn")
+    parent_held = torch.empty(cap // 4, dtype=torch.uint8, device="cuda")
+    shared = torch.zeros(2, dtype=torch.int32, device="cuda")
+    queue, results = ctx.Queue(), ctx.Queue()
+    go = [ctx.Event(), ctx.Event()]
+    children = [ctx.Process(target=spawn_child, args=(rank, queue, results, go))
+                for rank in range(2)]
+    for child in children:
+        child.start()
+    for _ in children:
+        queue.put(shared)
+    for _ in children:  # both opened the tensor before anyone fills the cap
+        assert results.get(timeout=300)[0] == "ready"
+    held = []
+    for rank in range(2):
+        go[rank].set()
+        _, got_rank, got = results.get(timeout=300)
+        held.append({"rank": got_rank, "held": got})
+    written = shared.cpu().tolist()
+    parent_more = fill()  # everything is taken: the parent gets at most a step
+    report = {"mode": "spawn", "cap": cap, "parent_bytes": parent_held.numel(),
+              "children": held, "written_by_children": written,
+              "parent_more_bytes": sum(t.numel() for t in parent_more)}
+    for child in children:
+        child.kill()
+        child.join()
+    return report
 
 
 def kill_child(half, ready):
@@ -76,7 +138,9 @@ def run_loader():
 
 def main():
     mode = sys.argv[1]
-    if mode == "kill":
+    if mode == "spawn":
+        report = run_spawn(int(sys.argv[2]))
+    elif mode == "kill":
         report = run_kill(int(sys.argv[2]))
     else:
         report = run_loader()
