@@ -92,11 +92,13 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   Result<std::unique_ptr<TokenBoard>> board = TokenBoard::create(quantum_us);
   if (!board) return fail(board.error());
   // Attached before the socket exists: a process that can connect is watched.
-  Result<std::unique_ptr<GpuWatcher>> watcher = open_watcher(config.watcher);
+  std::string no_watcher;
+  Result<std::unique_ptr<GpuWatcher>> watcher = open_watcher(config.watcher, &no_watcher);
   if (!watcher) return fail(watcher.error());
   Result<std::unique_ptr<ListeningSocket>> listener =
       ListeningSocket::open(config.socket_path, config.mode, config.own_socket_directory);
   if (!listener) return fail(listener.error());
+  if (!no_watcher.empty()) spdlog::info("running without the BPF watcher: {}", no_watcher);
   std::unique_ptr<Server> server(new Server(config, std::move(*loop), std::move(*listener),
                                             std::move(*board), std::move(*timer)));
   if (Result<void> watched = server->watch_everything(); !watched) return fail(watched.error());

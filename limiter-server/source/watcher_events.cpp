@@ -11,13 +11,14 @@
 
 namespace gpulimit::server {
 
-Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config) {
+Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config,
+                                                 std::string* why_not) {
   if (config.mode == WatchMode::kOff) return std::unique_ptr<GpuWatcher>();
   Result<std::unique_ptr<GpuWatcher>> watcher = GpuWatcher::open();
   if (watcher) return watcher;
   if (config.mode == WatchMode::kOn)
     return fail("--watch=on, but the BPF watcher cannot run: " + watcher.error());
-  spdlog::info("running without the BPF watcher: {}", watcher.error());
+  *why_not = watcher.error();
   return std::unique_ptr<GpuWatcher>();
 }
 

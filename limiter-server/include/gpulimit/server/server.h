@@ -53,8 +53,11 @@ inline constexpr TimeNs kHelloTimeoutNs = 5'000 * kNsPerMs;
 inline constexpr int kMessagesPerTurn = 16;
 
 // The BPF watcher as `config` asks: null when off, or unavailable in auto
-// mode (said once); a failure only for --watch=on (watcher_events.cpp).
-Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config);
+// mode, with the reason in `why_not` (for the server to say once it
+// serves: a server that cannot start says only why); a failure only for
+// --watch=on (watcher_events.cpp).
+Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config,
+                                                 std::string* why_not);
 
 class Server {
  public:
