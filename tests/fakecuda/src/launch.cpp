@@ -58,7 +58,7 @@ std::shared_ptr<const KernelLaunch> copy_launch(const CUfunc_st& f, CUfunction h
 namespace fakecuda {
 
 CUresult kernel_op_locked(CUfunction handle, const LaunchShape& shape, void** params, void** extra,
-                          Op* out, CUctx_st* ctx) {
+                          Op* out, CUctx_st* ctx, bool keep_launch) {
   Driver& d = Driver::get();
   for (int i = 0; i < 3; ++i)
     FAKECUDA_REQUIRE(shape.grid[i] > 0 && shape.block[i] > 0, CUDA_ERROR_INVALID_VALUE);
@@ -96,7 +96,7 @@ CUresult kernel_op_locked(CUfunction handle, const LaunchShape& shape, void** pa
   } else if (!f->param_sizes.empty() && !params && !extra) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  op.launch = copy_launch(*f, handle, ctx, shape, params, extra);
+  if (keep_launch) op.launch = copy_launch(*f, handle, ctx, shape, params, extra);
   f->loaded = true;  // lazy loading finishes at the first launch
   *out = std::move(op);
   return CUDA_SUCCESS;
@@ -114,8 +114,14 @@ CUresult launch(CUfunction f, const LaunchShape& shape, CUstream stream, void** 
   if (const uint64_t delay = d.config().process.launch_delay_ns; delay > 0)
     std::this_thread::sleep_for(std::chrono::nanoseconds(delay));
   std::lock_guard<std::mutex> guard(d.mu);
+  // Only a captured launch becomes a graph node that needs its launch kept;
+  // a stream that cannot be resolved is submit_locked's error to report.
+  CUstream_st* s = nullptr;
+  const bool captured = resolve_stream(stream, mode, &s) == CUDA_SUCCESS && s->capture;
   Op op;
-  if (CUresult r = kernel_op_locked(f, shape, params, extra, &op); r != CUDA_SUCCESS) return r;
+  if (CUresult r = kernel_op_locked(f, shape, params, extra, &op, nullptr, captured);
+      r != CUDA_SUCCESS)
+    return r;
   return submit_locked(stream, mode, std::move(op));
 }
 

@@ -28,8 +28,10 @@ struct KernelLaunch {
 
 // Validates the launch as the real driver does and builds its op (caller
 // holds Driver::mu). `f` may be a CUkernel, resolved in `ctx` (nullptr: the
-// current context).
+// current context). With `keep_launch`, the op keeps a copy of the launch
+// (Op::launch): what becomes a graph node needs it, a launch into a stream
+// that runs it does not.
 CUresult kernel_op_locked(CUfunction f, const LaunchShape& shape, void** params, void** extra,
-                          Op* out, CUctx_st* ctx = nullptr);
+                          Op* out, CUctx_st* ctx = nullptr, bool keep_launch = true);
 
 }  // namespace fakecuda
