@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "gpulimit/server/watcher.h"
+#include "gpulimit/server/watcher/watcher.h"
 
 namespace {
 

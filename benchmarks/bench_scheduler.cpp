@@ -22,8 +22,8 @@
 
 #include "gpulimit/protocol/channel.h"
 #include "gpulimit/protocol/messages.h"
-#include "gpulimit/server/server.h"
-#include "gpulimit/server/token_scheduler.h"
+#include "gpulimit/server/loop/server.h"
+#include "gpulimit/server/scheduling/token_scheduler.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-# gpulimitd's kernel-side watcher (limiter-server/bpf): a CO-RE BPF object
-# compiled with clang, a vmlinux.h dumped by bpftool from the build machine's
-# BTF, and the skeleton header bpftool generates from the object, as
-# libbpf-bootstrap builds its tools.
+# gpulimitd's kernel-side watcher (limiter-server/source/watcher/bpf): a
+# CO-RE BPF object compiled with clang, a vmlinux.h dumped by bpftool from
+# the build machine's BTF, and the skeleton header bpftool generates from the
+# object, as libbpf-bootstrap builds its tools.
 #
 # GPULIMIT_BUILD_BPF (top-level CMakeLists.txt): AUTO builds it when clang,
 # bpftool, libbpf and /sys/kernel/btf/vmlinux are all there, ON insists,

@@ -20,7 +20,7 @@ packages=(
   nlohmann-json3-dev  # JSON: gpulimitd's status, read by gpulimit status
   libcpp-httplib-dev  # HTTP: gpulimitd's Prometheus endpoint
   prometheus       # a real scraper for the metrics integration test
-  clang            # gpulimitd's BPF watcher (limiter-server/bpf): compiles gpu_watch.bpf.c
+  clang            # gpulimitd's BPF watcher (limiter-server/source/watcher/bpf/gpu_watch.bpf.c)
   llvm             # llvm-objdump, to read the compiled BPF object
   libbpf-dev       # the watcher's loader
   bpftool          # vmlinux.h and the BPF skeleton, at build time

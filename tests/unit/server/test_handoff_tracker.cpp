@@ -1,7 +1,7 @@
 // The per-process handshake of a grant: who owes an Ack, who is idle.
 #include <gtest/gtest.h>
 
-#include "gpulimit/server/handoff_tracker.h"
+#include "gpulimit/server/scheduling/handoff_tracker.h"
 
 namespace gpulimit::server {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "gpulimit/server/hello_validation.h"
+#include "gpulimit/server/loop/hello_validation.h"
 
 namespace gpulimit::server {
 namespace {

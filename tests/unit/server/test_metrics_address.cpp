@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "gpulimit/server/command_line.h"
-#include "gpulimit/server/metrics_address.h"
+#include "gpulimit/server/daemon/command_line.h"
+#include "gpulimit/server/metrics/metrics_address.h"
 
 namespace gpulimit::server {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "gpulimit/server/metrics_endpoint.h"
+#include "gpulimit/server/metrics/metrics_endpoint.h"
 
 namespace gpulimit::server {
 namespace {

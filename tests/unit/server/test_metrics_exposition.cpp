@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gpulimit/server/metrics_exposition.h"
+#include "gpulimit/server/metrics/metrics_exposition.h"
 
 namespace gpulimit::server {
 namespace {

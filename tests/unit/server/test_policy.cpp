@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "gpulimit/server/command_line.h"
-#include "gpulimit/server/limits_policy.h"
-#include "gpulimit/server/policy.h"
-#include "gpulimit/server/policy_file.h"
+#include "gpulimit/server/daemon/command_line.h"
+#include "gpulimit/server/policy/limits_policy.h"
+#include "gpulimit/server/policy/policy.h"
+#include "gpulimit/server/policy/policy_file.h"
 
 namespace gpulimit::server {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "gpulimit/server/token_scheduler.h"
+#include "gpulimit/server/scheduling/token_scheduler.h"
 
 namespace gpulimit::server {
 namespace {

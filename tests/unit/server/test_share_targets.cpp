@@ -1,7 +1,7 @@
 // The policy's target shares under a given demand.
 #include <gtest/gtest.h>
 
-#include "gpulimit/server/share_targets.h"
+#include "gpulimit/server/scheduling/share_targets.h"
 
 namespace gpulimit::server {
 namespace {

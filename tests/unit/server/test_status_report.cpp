@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpulimit/server/status_report.h"
+#include "gpulimit/server/metrics/status_report.h"
 
 namespace gpulimit::server {
 namespace {

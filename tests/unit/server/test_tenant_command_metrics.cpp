@@ -6,7 +6,7 @@
 #include <climits>
 #include <string>
 
-#include "gpulimit/server/process_command.h"
+#include "gpulimit/server/metrics/process_command.h"
 
 namespace gpulimit::server {
 namespace {

@@ -1,7 +1,7 @@
 // Tenants keyed by (uid, id), their processes, and numbers never reused.
 #include <gtest/gtest.h>
 
-#include "gpulimit/server/tenant_registry.h"
+#include "gpulimit/server/loop/tenant_registry.h"
 
 namespace gpulimit::server {
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "gpulimit/server/token_scheduler.h"
+#include "gpulimit/server/scheduling/token_scheduler.h"
 
 namespace gpulimit::server {
 namespace {

@@ -2,7 +2,7 @@
 // (driver_cross_check.h), on plain figures.
 #include <gtest/gtest.h>
 
-#include "gpulimit/server/driver_cross_check.h"
+#include "gpulimit/server/watcher/driver_cross_check.h"
 
 namespace gpulimit::server {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "gpulimit/server/command_line.h"
+#include "gpulimit/server/daemon/command_line.h"
 
 namespace gpulimit::server {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "gpulimit/server/watcher_unmanaged.h"
+#include "gpulimit/server/watcher/watcher_unmanaged.h"
 
 namespace gpulimit::server {
 namespace {

@@ -1,0 +1,204 @@
+// gpulimitd's event loop: one thread, one epoll. It watches
+//   - the listening socket (new connections),
+//   - one connection per tenant process (Hello, Want, Idle, Ack) and per
+//     status client (StatusRequest),
+//   - a pidfd per tenant process, so an exit is seen at once even when a
+//     child inherited the connection; a closed connection counts as an exit,
+//   - a timerfd armed for the next deadline (quantum ends, ack timeouts, cap
+//     budgets, ledger reap retries, Hello timeouts, idle exit),
+//   - a signalfd (SIGTERM, SIGINT; SIGHUP rereads the policy file) and an
+//     eventfd for stop(),
+//   - with --metrics-address, the eventfd by which a Prometheus scrape asks
+//     for a fresh exposition (metrics_endpoint.h).
+//   - the BPF watcher's ring buffer (tenant exits, unmanaged opens of GPU
+//     nodes) and the driver cross-check's eventfd (watcher_events.cpp).
+// The policy is TokenScheduler's; this file turns messages into its events
+// and its decisions into board writes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpulimit/protocol/channel.h"
+#include "gpulimit/protocol/messages.h"
+#include "gpulimit/server/watcher/driver_nvml.h"
+#include "gpulimit/server/loop/event_loop.h"
+#include "gpulimit/server/scheduling/handoff_tracker.h"
+#include "gpulimit/server/loop/ledger_reaper.h"
+#include "gpulimit/server/daemon/listening_socket.h"
+#include "gpulimit/server/metrics/metrics_endpoint.h"
+#include "gpulimit/server/policy/policy.h"
+#include "gpulimit/server/result.h"
+#include "gpulimit/server/daemon/server_config.h"
+#include "gpulimit/server/metrics/status_report.h"
+#include "gpulimit/server/loop/tenant_registry.h"
+#include "gpulimit/server/scheduling/token_board.h"
+#include "gpulimit/server/scheduling/token_scheduler.h"
+#include "gpulimit/server/watcher/watcher.h"
+#include "gpulimit/server/watcher/watcher_unmanaged.h"
+
+namespace gpulimit::server {
+
+// A connection that has not said Hello (or asked for status) by then is closed.
+inline constexpr TimeNs kHelloTimeoutNs = 5'000 * kNsPerMs;
+// Messages read from one connection before others get a turn.
+inline constexpr int kMessagesPerTurn = 16;
+
+// The BPF watcher as `config` asks: null when off, or unavailable in auto
+// mode, with the reason in `why_not` (for the server to say once it
+// serves: a server that cannot start says only why); a failure only for
+// --watch=on (watcher_events.cpp).
+Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config,
+                                                 std::string* why_not);
+
+class Server {
+ public:
+  // Listens on the socket and builds the board. Fails with one line (another
+  // server on the socket, an unsafe directory, no memfd, ...).
+  static Result<std::unique_ptr<Server>> start(const ServerConfig& config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves until stopped: a signal, stop(), or the idle exit of user mode.
+  // Every token is 0 afterwards. Fails only when the loop itself fails.
+  Result<void> run();
+  // Makes run() return soon. Safe from any thread and from a signal handler.
+  void stop() noexcept;
+
+  const std::string& socket_path() const { return listener_->path(); }
+
+  // Rereads the policy file (SIGHUP): a good one applies to new tenants and
+  // to the shares of running ones; one with an error is refused, logged with
+  // its file:line:column, and the policy in force stays. False then.
+  bool reload_policy();
+
+  // For the metrics, since the server started: GPU processes seen running
+  // without gpulimit (watcher_unmanaged.h), times a tenant's memory drifted
+  // from the driver's account, tenant exits the BPF watcher reported first.
+  uint64_t unmanaged_processes_seen() const;
+  uint64_t driver_drifts_seen() const { return drifts_seen_; }
+  uint64_t exits_seen_by_watcher() const { return exits_from_watcher_; }
+
+ private:
+  struct Connection {
+    int fd = -1;
+    EventLoop::WatchId watch = 0;
+    protocol::PeerCredentials peer;
+    enum class Role { kNew, kTenantProcess, kStatusClient } role = Role::kNew;
+    int pidfd = -1;
+    EventLoop::WatchId pidfd_watch = 0;
+    bool warned_stale = false;  // a stale Ack or Idle was logged once
+  };
+  // A tenant process whose connection closed, until the kernel says it has
+  // exited: then its tenant's ledger is reaped.
+  struct Departed {
+    int pidfd = -1;
+    EventLoop::WatchId watch = 0;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<std::string> ledger_paths;
+  };
+
+  Server(const ServerConfig& config, std::unique_ptr<EventLoop> loop,
+         std::unique_ptr<ListeningSocket> listener, std::unique_ptr<TokenBoard> board,
+         std::unique_ptr<DeadlineTimer> timer);
+  Result<void> watch_everything();
+  // Serves `endpoint`'s scrapes from the loop (metrics_endpoint.h).
+  Result<void> serve_metrics(std::unique_ptr<MetricsEndpoint> endpoint);
+  void publish_metrics();
+
+  // The BPF watcher and the driver cross-check (watcher_events.cpp).
+  Result<void> start_watching(std::unique_ptr<GpuWatcher> watcher);
+  void watch_event(const WatchEvent& event);
+  void track_tenant_process(pid_t pid);
+  void untrack_tenant_process(pid_t pid);
+  void driver_sample_ready();
+  std::vector<UnmanagedStatus> unmanaged_status() const;
+
+  // Connections.
+  void accept_connections();
+  void connection_ready(ConnectionId id, uint32_t events);
+  // Handles one message; false when the connection was closed.
+  bool handle_message(ConnectionId id, Connection& connection, const unsigned char* data,
+                      std::size_t size);
+  bool handle_first_message(ConnectionId id, Connection& connection, const unsigned char* data,
+                            std::size_t size);
+  bool handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello);
+  bool handle_tenant_message(ConnectionId id, Connection& connection, protocol::Type type,
+                             const unsigned char* data);
+  void refuse(ConnectionId id, Connection& connection, const std::string& reason);
+  void reply_status(ConnectionId id, Connection& connection);
+  // Logs `why` once, with who the peer is, and closes.
+  void drop_connection(ConnectionId id, const std::string& why);
+  void close_connection(ConnectionId id);
+  void leave_tenant(ConnectionId id, Connection& connection);
+  void process_exited(pid_t pid);
+  // "pid P (uid U, tenant T)", for log lines about a connection.
+  std::string describe_peer(ConnectionId id) const;
+
+  // Scheduling.
+  void apply_token_changes(TimeNs now);
+  std::string tenant_name(TenantNumber tenant) const;
+  void after_events();
+  std::optional<TimeNs> next_deadline(TimeNs now) const;
+  StatusSnapshot status_snapshot(TimeNs now) const;
+
+  void shut_down();
+
+  ServerConfig config_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<ListeningSocket> listener_;
+  std::unique_ptr<TokenBoard> board_;
+  std::unique_ptr<DeadlineTimer> timer_;
+  TokenScheduler scheduler_;
+  TenantRegistry registry_;
+  // The policy in force (null: none) and what each tenant asked for before
+  // it, so that a reload can grant it again.
+  std::shared_ptr<const Policy> policy_;
+  std::unordered_map<TenantNumber, ComputeShare> asked_shares_;
+  HandoffTracker handoffs_;
+  LedgerReaper reaper_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // null: no metrics
+  EventLoop::WatchId metrics_watch_ = 0;
+
+  int stop_fd_ = -1;
+  int signal_fd_ = -1;
+  EventLoop::WatchId listener_watch_ = 0;
+  bool accepting_paused_ = false;
+  TimeNs accepting_resumes_at_ = kNever;
+  bool stopping_ = false;
+  std::string stop_reason_;
+
+  ConnectionId next_connection_ = 1;
+  std::unordered_map<ConnectionId, Connection> connections_;
+  std::unordered_map<pid_t, Departed> departed_;
+  // Ids of tenants that left since the last token changes were applied, for
+  // the log lines about the tokens they gave up.
+  std::unordered_map<TenantNumber, std::string> left_tenants_;
+  std::deque<std::pair<TimeNs, ConnectionId>> hello_deadlines_;
+  std::vector<unsigned char> buffer_;
+  TimeNs started_at_ = 0;
+  std::optional<TimeNs> idle_since_;
+
+  std::unique_ptr<GpuWatcher> watcher_;      // null: no BPF watcher
+  std::unique_ptr<DriverSampler> driver_;    // null: no driver cross-check
+  std::unique_ptr<UnmanagedProcesses> unmanaged_;
+  std::string driver_error_;                 // the last one logged
+  // (tenant, GPU) pairs drifting from, or over their cap by, the driver's
+  // account: said when they start.
+  std::set<std::pair<std::string, std::string>> drifting_;
+  std::set<std::pair<std::string, std::string>> over_cap_;
+  uint64_t drifts_seen_ = 0;
+  uint64_t exits_from_watcher_ = 0;
+};
+
+}  // namespace gpulimit::server

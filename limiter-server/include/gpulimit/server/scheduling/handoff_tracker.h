@@ -1,0 +1,60 @@
+// Per device, the handshake of the current grant: which processes of the
+// holder still owe an Ack after a revoke, and which have reported Idle. It
+// turns per-process messages into the tenant-wide facts the scheduler acts
+// on: "the holder has drained", "the holder is idle".
+//
+// Only processes that see the device (named its UUID in their Hello) can
+// acknowledge it; a revoke waits for those connected at the revoke. A
+// process that leaves owes nothing more.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "gpulimit/server/loop/tenant_registry.h"
+#include "gpulimit/server/scheduling/scheduling_types.h"
+#include "gpulimit/shm/board.h"
+
+namespace gpulimit::server {
+
+class HandoffTracker {
+ public:
+  enum class Verdict {
+    kNoted,     // counted; the tenant-wide fact is not complete yet
+    kComplete,  // with this one, every process drained (Ack) or is idle (Idle)
+    kStale,     // not about the device's current grant to this tenant: dropped
+  };
+
+  void granted(DeviceIndex device, TenantNumber tenant, uint32_t grant);
+  // The holder was revoked; `owing` are its processes that must acknowledge.
+  // kComplete when none must: the holder has drained already.
+  Verdict revoked(DeviceIndex device, const std::vector<ConnectionId>& owing);
+  void released(DeviceIndex device);
+
+  Verdict ack(DeviceIndex device, TenantNumber tenant, ConnectionId connection, uint32_t grant);
+  // `seeing`: the tenant's processes that see the device now.
+  Verdict idle(DeviceIndex device, TenantNumber tenant, ConnectionId connection, uint32_t grant,
+               const std::vector<ConnectionId>& seeing);
+  // The process left. True when that completes a pending drain.
+  bool process_left(DeviceIndex device, ConnectionId connection);
+  // Every process in `seeing` reported Idle under the current, unrevoked grant.
+  bool all_idle(DeviceIndex device, const std::vector<ConnectionId>& seeing) const;
+  // The holder's processes that still owe an Ack (for logs).
+  std::vector<ConnectionId> owing(DeviceIndex device) const;
+
+ private:
+  struct Handshake {
+    TenantNumber holder = kNoTenant;
+    uint32_t grant = 0;
+    bool revoked = false;
+    std::set<ConnectionId> owing;
+    std::set<ConnectionId> idle;
+  };
+  bool current(const Handshake& handshake, TenantNumber tenant, uint32_t grant) const;
+
+  std::array<Handshake, shm::kBoardDevices> devices_{};
+};
+
+}  // namespace gpulimit::server

@@ -1,0 +1,63 @@
+// gpulimitd: parses its options, detaches unless --foreground, and runs the
+// server (gpulimit_server) until it is stopped.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "gpulimit/server/daemon/command_line.h"
+#include "gpulimit/server/daemon/daemon_process.h"
+#include "gpulimit/server/loop/server.h"
+
+int main(int argc, char** argv) {
+  namespace server = gpulimit::server;
+
+  auto parsed = server::parse_command_line(argc, argv, environ, getuid());
+  if (const auto* exit = std::get_if<server::CommandLineExit>(&parsed)) {
+    std::fputs(exit->output.c_str(), exit->to_stderr ? stderr : stdout);
+    return exit->status;
+  }
+  const auto& options = std::get<server::DaemonOptions>(parsed);
+
+  signal(SIGPIPE, SIG_IGN);
+  server::raise_descriptor_limit();
+  // The log file and lock file: private to the user in per-user mode.
+  umask(options.server.mode == server::ServerMode::kSystem ? 022 : 077);
+
+  std::unique_ptr<server::BackgroundStart> background;
+  if (!options.foreground) {
+    auto detached = server::BackgroundStart::detach();
+    if (!detached) {
+      std::fprintf(stderr, "gpulimitd: cannot start in the background: %s\n",
+                   detached.error().c_str());
+      return 1;
+    }
+    background = std::move(*detached);
+  }
+  const auto report_failure = [&](const std::string& message) {
+    if (background) {
+      background->failed("gpulimitd: " + message);
+    } else {
+      std::fprintf(stderr, "gpulimitd: %s\n", message.c_str());
+    }
+    return 1;
+  };
+
+  if (auto logging = server::set_up_logging(options.log_file, options.log_level); !logging)
+    return report_failure(logging.error());
+  auto started = server::Server::start(options.server);
+  if (!started) {
+    if (background) spdlog::error("cannot start: {}", started.error());
+    return report_failure(started.error());
+  }
+  if (background) background->ready();
+  auto ran = (*started)->run();
+  if (!ran) {
+    spdlog::error("{}", ran.error());
+    return 1;
+  }
+  return 0;
+}

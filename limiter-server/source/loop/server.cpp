@@ -1,0 +1,899 @@
+#include "gpulimit/server/loop/server.h"
+
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "gpulimit/server/loop/hello_validation.h"
+#include "gpulimit/server/metrics/metrics_exposition.h"
+#include "gpulimit/server/metrics/process_command.h"
+#include "gpulimit/server/policy/limits_policy.h"
+#include "gpulimit/server/policy/policy_file.h"
+#include "gpulimit/shm/ledger_inspection.h"
+#include "gpulimit/shm/tenant_ledger.h"
+
+namespace gpulimit::server {
+namespace {
+
+constexpr uint32_t kReadable = EPOLLIN;
+// A refused accept (out of descriptors) is retried after this long.
+constexpr TimeNs kAcceptPauseNs = 100 * kNsPerMs;
+
+int pidfd_open(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+std::string user_name(uid_t uid) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
+    return found->pw_name;
+  return std::to_string(uid);
+}
+
+// Whether the peer of a connected socket has closed its end.
+bool hung_up(int fd) {
+  pollfd probe{fd, POLLIN, 0};
+  return ::poll(&probe, 1, 0) == 1 && (probe.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+const char* release_reason(TokenChange::Reason reason) {
+  switch (reason) {
+    case TokenChange::Reason::kQuantumEnd:
+      return "quantum end";
+    case TokenChange::Reason::kCapSpent:
+      return "hard cap spent";
+    case TokenChange::Reason::kIdle:
+      return "idle";
+    case TokenChange::Reason::kDrained:
+      return "drained";
+    case TokenChange::Reason::kAckTimeout:
+      return "ack timeout";
+    case TokenChange::Reason::kHolderLeft:
+      return "holder left";
+    case TokenChange::Reason::kNone:
+      break;
+  }
+  return "";
+}
+
+template <typename Message>
+Message read_as(const unsigned char* data) {
+  Message message;
+  std::memcpy(&message, data, sizeof message);
+  return message;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
+  // First: a policy file with an error stops the server before it serves.
+  Result<LoadedPolicy> policy =
+      load_server_policy(config.policy_path, config.policy_optional, system_lookups());
+  if (!policy) return fail(policy.error());
+  Result<std::unique_ptr<EventLoop>> loop = EventLoop::create();
+  if (!loop) return fail(loop.error());
+  Result<std::unique_ptr<DeadlineTimer>> timer = DeadlineTimer::create();
+  if (!timer) return fail(timer.error());
+  const auto quantum_us = static_cast<uint32_t>(config.scheduler.quantum_ns / 1000);
+  Result<std::unique_ptr<TokenBoard>> board = TokenBoard::create(quantum_us);
+  if (!board) return fail(board.error());
+  // Attached before the socket exists: a process that can connect is watched.
+  std::string no_watcher;
+  Result<std::unique_ptr<GpuWatcher>> watcher = open_watcher(config.watcher, &no_watcher);
+  if (!watcher) return fail(watcher.error());
+  Result<std::unique_ptr<ListeningSocket>> listener =
+      ListeningSocket::open(config.socket_path, config.mode, config.own_socket_directory);
+  if (!listener) return fail(listener.error());
+  if (!no_watcher.empty()) spdlog::info("running without the BPF watcher: {}", no_watcher);
+  std::unique_ptr<Server> server(new Server(config, std::move(*loop), std::move(*listener),
+                                            std::move(*board), std::move(*timer)));
+  if (Result<void> watched = server->watch_everything(); !watched) return fail(watched.error());
+  if (Result<void> watching = server->start_watching(std::move(*watcher)); !watching)
+    return fail(watching.error());
+  for (const std::string& warning : policy->warnings)
+    spdlog::warn("policy: {}", warning);
+  server->policy_ = policy->policy;
+  if (server->policy_) spdlog::info("policy from {}", config.policy_path);
+  if (config.metrics) {
+    Result<std::unique_ptr<MetricsEndpoint>> metrics = MetricsEndpoint::start(*config.metrics);
+    if (!metrics) return fail(metrics.error());
+    if (Result<void> served = server->serve_metrics(std::move(*metrics)); !served)
+      return fail(served.error());
+  }
+  return server;
+}
+
+Server::Server(const ServerConfig& config, std::unique_ptr<EventLoop> loop,
+               std::unique_ptr<ListeningSocket> listener, std::unique_ptr<TokenBoard> board,
+               std::unique_ptr<DeadlineTimer> timer)
+    : config_(config),
+      loop_(std::move(loop)),
+      listener_(std::move(listener)),
+      board_(std::move(board)),
+      timer_(std::move(timer)),
+      scheduler_(config.scheduler),
+      reaper_(*loop_),
+      buffer_(protocol::kMaxMessageSize),
+      started_at_(EventLoop::now()) {}
+
+Server::~Server() {
+  for (auto& [id, connection] : connections_) {
+    ::close(connection.fd);
+    if (connection.pidfd >= 0) ::close(connection.pidfd);
+  }
+  for (auto& [pid, departed] : departed_)
+    ::close(departed.pidfd);
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+}
+
+Result<void> Server::watch_everything() {
+  stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (stop_fd_ < 0) return fail(std::string("eventfd: ") + std::strerror(errno));
+  Result<EventLoop::WatchId> watched = loop_->watch(stop_fd_, kReadable, [this](uint32_t) {
+    stopping_ = true;
+    if (stop_reason_.empty()) stop_reason_ = "asked to stop";
+  });
+  if (!watched) return fail(watched.error());
+
+  if (config_.handle_signals) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);  // reread the policy file
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal_fd_ = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (signal_fd_ < 0) return fail(std::string("signalfd: ") + std::strerror(errno));
+    watched = loop_->watch(signal_fd_, kReadable, [this](uint32_t) {
+      signalfd_siginfo info{};
+      if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        if (info.ssi_signo == SIGHUP) {
+          reload_policy();
+          return;
+        }
+        stopping_ = true;
+        stop_reason_ = std::string(strsignal(static_cast<int>(info.ssi_signo)));
+      }
+    });
+    if (!watched) return fail(watched.error());
+  }
+
+  watched = loop_->watch(timer_->fd(), kReadable, [this](uint32_t) { timer_->acknowledge(); });
+  if (!watched) return fail(watched.error());
+  watched = loop_->watch(listener_->fd(), kReadable, [this](uint32_t) { accept_connections(); });
+  if (!watched) return fail(watched.error());
+  listener_watch_ = *watched;
+  return {};
+}
+
+Result<void> Server::serve_metrics(std::unique_ptr<MetricsEndpoint> endpoint) {
+  metrics_ = std::move(endpoint);
+  Result<EventLoop::WatchId> watched =
+      loop_->watch(metrics_->refresh_fd(), kReadable, [this](uint32_t) {
+        metrics_->acknowledge_refresh();
+        publish_metrics();
+      });
+  if (!watched) return fail(watched.error());
+  metrics_watch_ = *watched;
+  publish_metrics();
+  return {};
+}
+
+void Server::publish_metrics() {
+  metrics_->publish(render_metrics(status_snapshot(EventLoop::now()), GPULIMIT_VERSION));
+}
+
+bool Server::reload_policy() {
+  if (config_.policy_path.empty()) {
+    spdlog::warn(
+        "SIGHUP: there is no policy file to read again (gpulimitd --policy PATH names one)");
+    return false;
+  }
+  Result<LoadedPolicy> loaded =
+      load_server_policy(config_.policy_path, config_.policy_optional, system_lookups());
+  if (!loaded) {
+    spdlog::error("policy not reloaded; the one in force stays: {}", loaded.error());
+    return false;
+  }
+  for (const std::string& warning : loaded->warnings)
+    spdlog::warn("policy: {}", warning);
+  policy_ = loaded->policy;
+  if (policy_) {
+    spdlog::info("policy reloaded from {}", config_.policy_path);
+  } else {
+    spdlog::info("no policy file at {}; requests are granted as asked", config_.policy_path);
+  }
+  // Running tenants get their shares again under the new policy; memory
+  // caps stay as their ledgers hold them.
+  const TimeNs now = EventLoop::now();
+  for (const auto& [number, tenant] : registry_.tenants()) {
+    const auto asked = asked_shares_.find(number);
+    if (asked == asked_shares_.end()) continue;
+    std::vector<GpuUuid> uuids;
+    for (const DeviceIndex device : registry_.devices_of(number))
+      uuids.push_back(board_->uuid(device));
+    const ComputeShare share =
+        clamp_share(policy_.get(), identify(tenant.uid, tenant.gid), asked->second, uuids);
+    if (share == tenant.share) continue;
+    spdlog::info(
+        "tenant {}: the policy now grants sm {}, weight {}, priority {}", tenant.id,
+        share.sm_percent ? std::to_string(share.sm_percent) + " %" : std::string("uncapped"),
+        share.weight, priority_name(share.priority));
+    scheduler_.change_share(number, share, now);
+    registry_.set_share(number, share);
+  }
+  return true;
+}
+
+void Server::stop() noexcept {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(stop_fd_, &one, sizeof one);
+}
+
+Result<void> Server::run() {
+  spdlog::info("serving on {} ({} mode, quantum {} us, ack timeout {} ms, protocol {})",
+               socket_path(), mode_name(config_.mode), config_.scheduler.quantum_ns / 1000,
+               config_.scheduler.ack_timeout_ns / kNsPerMs, protocol::kVersion);
+  if (metrics_) spdlog::info("Prometheus metrics on http://{}/metrics", metrics_->address().text());
+  after_events();
+  while (!stopping_) {
+    if (Result<void> ran = loop_->run_once(); !ran) {
+      shut_down();
+      return fail("event loop: " + ran.error());
+    }
+    after_events();
+  }
+  spdlog::info("stopping: {}", stop_reason_);
+  shut_down();
+  return {};
+}
+
+void Server::shut_down() {
+  // Every token to 0 and its waiters woken; the connections' close tells
+  // each client the server is gone.
+  board_->clear_all();
+  // Scrapes end with the server: its threads are joined here.
+  if (metrics_) {
+    loop_->unwatch(metrics_watch_);
+    metrics_.reset();
+  }
+  for (auto& [id, connection] : connections_) {
+    loop_->unwatch(connection.watch);
+    ::close(connection.fd);
+    connection.fd = -1;
+    if (connection.pidfd >= 0) {
+      loop_->unwatch(connection.pidfd_watch);
+      ::close(connection.pidfd);
+      connection.pidfd = -1;
+    }
+  }
+  connections_.clear();
+}
+
+// ---------------------------------------------------------------------------
+// Connections
+
+void Server::accept_connections() {
+  const TimeNs now = EventLoop::now();
+  for (;;) {
+    const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: stop listening a moment rather than spin.
+        spdlog::warn("cannot accept a connection: {}; pausing for {} ms", std::strerror(errno),
+                     kAcceptPauseNs / kNsPerMs);
+        loop_->change(listener_watch_, 0);
+        accepting_paused_ = true;
+        accepting_resumes_at_ = now + kAcceptPauseNs;
+      }
+      return;
+    }
+    Connection connection;
+    connection.fd = fd;
+    if (!protocol::peer_credentials(fd, connection.peer)) {
+      spdlog::warn("closing a connection whose peer credentials cannot be read: {}",
+                   std::strerror(errno));
+      ::close(fd);
+      continue;
+    }
+    const ConnectionId id = next_connection_++;
+    Result<EventLoop::WatchId> watched =
+        loop_->watch(fd, kReadable, [this, id](uint32_t events) { connection_ready(id, events); });
+    if (!watched) {
+      spdlog::warn("closing a connection of pid {}: {}", connection.peer.pid, watched.error());
+      ::close(fd);
+      continue;
+    }
+    connection.watch = *watched;
+    connections_.emplace(id, connection);
+    hello_deadlines_.emplace_back(now + kHelloTimeoutNs, id);
+    idle_since_.reset();
+  }
+}
+
+std::string Server::describe_peer(ConnectionId id) const {
+  const auto found = connections_.find(id);
+  if (found == connections_.end()) return "connection " + std::to_string(id);
+  const protocol::PeerCredentials& peer = found->second.peer;
+  std::string text = "pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid);
+  if (const ProcessRecord* process = registry_.process(id))
+    if (const TenantRecord* tenant = registry_.tenant(process->tenant))
+      text += ", tenant " + tenant->id;
+  return text + ")";
+}
+
+void Server::connection_ready(ConnectionId id, uint32_t events) {
+  for (int turn = 0; turn < kMessagesPerTurn; ++turn) {
+    const auto found = connections_.find(id);
+    if (found == connections_.end()) return;
+    Connection& connection = found->second;
+    const ssize_t got =
+        protocol::receive_message(connection.fd, buffer_.data(), buffer_.size(), nullptr);
+    if (got > 0) {
+      if (!handle_message(id, connection, buffer_.data(), static_cast<std::size_t>(got))) return;
+      continue;
+    }
+    if (got == 0) {
+      spdlog::debug("{} closed its connection", describe_peer(id));
+      close_connection(id);
+      return;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (events & (EPOLLHUP | EPOLLERR)) close_connection(id);
+      return;
+    }
+    if (errno == EMSGSIZE) {
+      drop_connection(
+          id, "sent a message larger than " + std::to_string(protocol::kMaxMessageSize) + " bytes");
+    } else {
+      drop_connection(id, std::string("connection failed: ") + std::strerror(errno));
+    }
+    return;
+  }
+}
+
+bool Server::handle_message(ConnectionId id, Connection& connection, const unsigned char* data,
+                            std::size_t size) {
+  const protocol::Problem problem = protocol::check(data, size);
+  if (problem == protocol::Problem::kOtherVersion) {
+    protocol::Header header;
+    std::memcpy(&header, data, sizeof header);
+    refuse(id, connection, other_version_refusal(header.version));
+    return false;
+  }
+  if (problem != protocol::Problem::kNone) {
+    drop_connection(id, std::string("sent a ") + protocol::describe(problem) + " (" +
+                            std::to_string(size) + " bytes)");
+    return false;
+  }
+  if (connection.role == Connection::Role::kNew)
+    return handle_first_message(id, connection, data, size);
+  protocol::Header header;
+  std::memcpy(&header, data, sizeof header);
+  if (header.type == protocol::Type::kStatusRequest) {
+    reply_status(id, connection);
+    return connections_.contains(id);
+  }
+  if (connection.role == Connection::Role::kStatusClient) {
+    drop_connection(id, "sent a message other than StatusRequest on a status connection");
+    return false;
+  }
+  return handle_tenant_message(id, connection, header.type, data);
+}
+
+bool Server::handle_first_message(ConnectionId id, Connection& connection,
+                                  const unsigned char* data, std::size_t /*size*/) {
+  protocol::Header header;
+  std::memcpy(&header, data, sizeof header);
+  if (header.type == protocol::Type::kStatusRequest) {
+    connection.role = Connection::Role::kStatusClient;
+    reply_status(id, connection);
+    return connections_.contains(id);
+  }
+  if (header.type != protocol::Type::kHello) {
+    drop_connection(id, "sent a message before Hello");
+    return false;
+  }
+  return handle_hello(id, connection, read_as<protocol::Hello>(data));
+}
+
+bool Server::handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello) {
+  Result<TenantRequest> request = validate_hello(hello, connection.peer.pid);
+  if (!request) {
+    refuse(id, connection, request.error());
+    return false;
+  }
+  std::vector<DeviceMemoryRequest> memory;
+  for (std::size_t i = 0; i < request->uuids.size(); ++i)
+    memory.push_back({request->uuids[i], hello.memory_requested[i], hello.memory_total[i]});
+  const Result<Grant> grant = clamp_to_policy(
+      policy_.get(), identify(connection.peer.uid, connection.peer.gid), request->share, memory);
+  if (!grant) {
+    refuse(id, connection, grant.error());
+    return false;
+  }
+  const ComputeShare* share = &grant->share;
+
+  protocol::Welcome welcome = protocol::make<protocol::Welcome>();
+  std::vector<DeviceIndex> devices;
+  for (std::size_t i = 0; i < request->uuids.size(); ++i) {
+    Result<DeviceIndex> published = board_->publish(request->uuids[i]);
+    if (!published) {
+      refuse(id, connection, published.error());
+      return false;
+    }
+    welcome.board_device[i] = *published;
+    devices.push_back(*published);
+  }
+  welcome.device_count = static_cast<uint32_t>(request->uuids.size());
+  for (std::size_t i = 0; i < grant->memory_cap.size(); ++i)
+    welcome.memory_cap[i] = grant->memory_cap[i];
+
+  // The pidfd is opened from the kernel's pid; if that process died and its
+  // pid was reused since it connected, its end of the socket is closed.
+  const int pidfd = pidfd_open(connection.peer.pid);
+  if (pidfd < 0 || hung_up(connection.fd)) {
+    if (pidfd >= 0) ::close(pidfd);
+    spdlog::debug("{} left before it was welcomed", describe_peer(id));
+    close_connection(id);
+    return false;
+  }
+
+  JoiningProcess joining;
+  joining.connection = id;
+  joining.pid = connection.peer.pid;
+  joining.uid = connection.peer.uid;
+  joining.gid = connection.peer.gid;
+  joining.tenant_id = request->tenant;
+  joining.share = *share;
+  joining.devices = devices;
+  joining.ledger_path =
+      shm::TenantLedger::path_for(request->ledger_dir, connection.peer.uid, request->tenant);
+  if (!registry_.find(connection.peer.uid, request->tenant)) {
+    joining.user = user_name(connection.peer.uid);
+    joining.command = process_command(connection.peer.pid);
+  }
+  const std::optional<JoinOutcome> joined = registry_.join(joining);
+  if (!joined) {
+    ::close(pidfd);
+    refuse(id, connection, "gpulimitd has run out of tenant numbers; restart it");
+    return false;
+  }
+  connection.role = Connection::Role::kTenantProcess;
+  connection.pidfd = pidfd;
+  const pid_t pid = connection.peer.pid;
+  if (config_.watcher.pidfd_exits) {
+    Result<EventLoop::WatchId> watched = loop_->watch(pidfd, kReadable, [this, id](uint32_t) {
+      const auto found = connections_.find(id);
+      if (found == connections_.end()) return;
+      spdlog::debug("{} exited", describe_peer(id));
+      close_connection(id);
+    });
+    if (watched) connection.pidfd_watch = *watched;
+  }
+  track_tenant_process(pid);
+
+  const TenantRecord& tenant = *registry_.tenant(joined->tenant);
+  if (joined->new_tenant) {
+    scheduler_.add_tenant(tenant.number, tenant.share);
+    asked_shares_[tenant.number] = request->share;
+    // Said once per tenant: its first process prints it (the library).
+    if (!grant->notice.empty()) {
+      std::strncpy(welcome.notice, grant->notice.c_str(), sizeof welcome.notice - 1);
+      spdlog::info("tenant {}: {}", tenant.id, grant->notice);
+    }
+    std::string caps;  // "device 0 10G, device 1 uncapped"
+    for (std::size_t i = 0; i < devices.size() && i < grant->memory_cap.size(); ++i)
+      caps += (caps.empty() ? "device " : ", device ") + std::to_string(devices[i]) + " " +
+              (grant->memory_cap[i] ? format_size(grant->memory_cap[i]) : "uncapped");
+    spdlog::info(
+        "tenant {} (#{}, user {}, uid {}, pid {}) joined: memory {}, sm {}, weight {}, priority {}",
+        tenant.id, tenant.number, tenant.user, connection.peer.uid, pid,
+        caps.empty() ? std::string("no device") : caps,
+        tenant.share.sm_percent ? std::to_string(tenant.share.sm_percent) + " %"
+                                : std::string("uncapped"),
+        tenant.share.weight, priority_name(tenant.share.priority));
+  } else if (joined->share_differs) {
+    spdlog::info(
+        "pid {} asked for other limits than tenant {} has (sm {}, weight {}, priority "
+        "{}); it shares the tenant's",
+        pid, tenant.id, share->sm_percent, share->weight, priority_name(share->priority));
+  }
+  welcome.tenant_number = tenant.number;
+  if (!protocol::send_message(connection.fd, &welcome, sizeof welcome,
+                              board_->read_only_descriptor())) {
+    drop_connection(id, std::string("cannot be sent its Welcome: ") + std::strerror(errno));
+    return false;
+  }
+  spdlog::debug("pid {} joined tenant {} (#{}), {} GPU(s)", pid, tenant.id, tenant.number,
+                devices.size());
+  return true;
+}
+
+bool Server::handle_tenant_message(ConnectionId id, Connection& connection, protocol::Type type,
+                                   const unsigned char* data) {
+  const TimeNs now = EventLoop::now();
+  ProcessRecord* process = registry_.process(id);
+  if (!process) {
+    drop_connection(id, "sent a message for no tenant");
+    return false;
+  }
+  const TenantNumber tenant = process->tenant;
+  DeviceIndex device = 0;
+  uint32_t grant = 0;
+  switch (type) {
+    case protocol::Type::kWant:
+      device = read_as<protocol::Want>(data).board_device;
+      break;
+    case protocol::Type::kIdle: {
+      const auto idle = read_as<protocol::Idle>(data);
+      device = idle.board_device;
+      grant = idle.grant;
+      break;
+    }
+    case protocol::Type::kAck: {
+      const auto ack = read_as<protocol::Ack>(data);
+      device = ack.board_device;
+      grant = ack.grant;
+      break;
+    }
+    case protocol::Type::kHello:
+      drop_connection(id, "sent a second Hello");
+      return false;
+    default:
+      drop_connection(id, "sent a message only the server sends");
+      return false;
+  }
+  if (!process->sees(device)) {
+    drop_connection(id,
+                    "named board device " + std::to_string(device) + ", which its Hello did not");
+    return false;
+  }
+
+  HandoffTracker::Verdict verdict = HandoffTracker::Verdict::kNoted;
+  if (type == protocol::Type::kWant) {
+    process->wants.set(device);
+    scheduler_.set_wanting(tenant, device, true, now);
+  } else if (type == protocol::Type::kIdle) {
+    verdict = handoffs_.idle(device, tenant, id, grant, registry_.processes_seeing(tenant, device));
+    if (verdict == HandoffTracker::Verdict::kComplete) scheduler_.holder_idle(tenant, device, now);
+  } else {
+    verdict = handoffs_.ack(device, tenant, id, grant);
+    if (verdict == HandoffTracker::Verdict::kComplete)
+      scheduler_.holder_drained(tenant, device, now);
+  }
+  if (verdict == HandoffTracker::Verdict::kStale && !connection.warned_stale) {
+    // A late Ack (after an ack timeout) or an Idle that crossed a revoke:
+    // harmless, and dropped; said once per connection.
+    connection.warned_stale = true;
+    spdlog::info("{} sent {} for grant {} of device {}, which is not current; dropped (said once)",
+                 describe_peer(id), type == protocol::Type::kAck ? "an Ack" : "an Idle", grant,
+                 device);
+  }
+  return true;
+}
+
+void Server::refuse(ConnectionId id, Connection& connection, const std::string& reason) {
+  spdlog::warn("refused {}: {}", describe_peer(id), reason);
+  protocol::Refused refused = protocol::make<protocol::Refused>();
+  std::strncpy(refused.reason, reason.c_str(), sizeof refused.reason - 1);
+  protocol::send_message(connection.fd, &refused, sizeof refused);
+  close_connection(id);
+}
+
+void Server::reply_status(ConnectionId id, Connection& connection) {
+  const TimeNs now = EventLoop::now();
+  if (unmanaged_) unmanaged_->forget_gone();
+  const StatusSnapshot snapshot = status_snapshot(now);
+  std::size_t left_out = 0;
+  const std::string body =
+      render_status(snapshot, protocol::kMaxMessageSize - sizeof(protocol::StatusReply), left_out);
+  if (left_out > 0) spdlog::warn("status: {} tenants left out to fit in one message", left_out);
+  std::vector<unsigned char> reply(sizeof(protocol::StatusReply) + body.size());
+  const protocol::Header header{protocol::kMagic, protocol::kVersion, protocol::Type::kStatusReply,
+                                static_cast<uint32_t>(reply.size()), 0};
+  std::memcpy(reply.data(), &header, sizeof header);
+  std::memcpy(reply.data() + sizeof header, body.data(), body.size());
+  // One datagram must fit in the send buffer; the default may be smaller.
+  const int wanted = static_cast<int>(reply.size() + 4096);
+  int current = 0;
+  socklen_t length = sizeof current;
+  if (getsockopt(connection.fd, SOL_SOCKET, SO_SNDBUF, &current, &length) == 0 && current < wanted)
+    setsockopt(connection.fd, SOL_SOCKET, SO_SNDBUF, &wanted, sizeof wanted);
+  if (!protocol::send_message(connection.fd, reply.data(), reply.size())) {
+    drop_connection(id, std::string("cannot be sent its status: ") + std::strerror(errno));
+    return;
+  }
+  spdlog::debug("status sent to {} ({} bytes)", describe_peer(id), reply.size());
+}
+
+void Server::drop_connection(ConnectionId id, const std::string& why) {
+  const auto found = connections_.find(id);
+  if (found == connections_.end()) return;
+  spdlog::warn("{} {}; closing its connection", describe_peer(id), why);
+  close_connection(id);
+}
+
+void Server::close_connection(ConnectionId id) {
+  const auto found = connections_.find(id);
+  if (found == connections_.end()) return;
+  Connection connection = found->second;
+  loop_->unwatch(connection.watch);
+  ::close(connection.fd);
+  if (connection.pidfd_watch) loop_->unwatch(connection.pidfd_watch);
+  if (connection.role == Connection::Role::kTenantProcess) leave_tenant(id, connection);
+  connections_.erase(id);
+}
+
+void Server::leave_tenant(ConnectionId id, Connection& connection) {
+  const TimeNs now = EventLoop::now();
+  std::optional<LeaveOutcome> left = registry_.leave(id);
+  if (!left) return;
+  untrack_tenant_process(connection.peer.pid);
+  const TenantNumber tenant = left->tenant;
+  for (const DeviceIndex device : left->process.devices)
+    if (handoffs_.process_left(device, id)) scheduler_.holder_drained(tenant, device, now);
+  for (const DeviceIndex device : left->devices_left)
+    scheduler_.leave_device(tenant, device, now);
+  for (const DeviceIndex device : left->wants_dropped)
+    scheduler_.set_wanting(tenant, device, false, now);
+  if (left->tenant_gone) {
+    left_tenants_[tenant] = left->tenant_id;
+    scheduler_.remove_tenant(tenant, now);
+    asked_shares_.erase(tenant);
+    spdlog::info("tenant {} (#{}) left: its last process, pid {}, is gone", left->tenant_id, tenant,
+                 connection.peer.pid);
+  } else {
+    for (const DeviceIndex device : left->process.devices) {
+      if (scheduler_.holder(device) != tenant || scheduler_.revoked(device)) continue;
+      if (handoffs_.all_idle(device, registry_.processes_seeing(tenant, device)))
+        scheduler_.holder_idle(tenant, device, now);
+    }
+  }
+
+  // The ledger is reaped once the kernel says the process is gone (its
+  // pidfd), when the dead process's ledger lock is surely released.
+  const pid_t pid = connection.peer.pid;
+  if (connection.pidfd < 0) {
+    reaper_.request(left->process.ledger_path, connection.peer.uid, connection.peer.gid, now,
+                    connection.peer.pid);
+    return;
+  }
+  const auto [found, created] = departed_.try_emplace(pid);
+  Departed& departed = found->second;
+  departed.ledger_paths.push_back(left->process.ledger_path);
+  if (!created) {
+    ::close(connection.pidfd);  // the pid is watched already
+    return;
+  }
+  departed.pidfd = connection.pidfd;
+  departed.uid = connection.peer.uid;
+  departed.gid = connection.peer.gid;
+  Result<EventLoop::WatchId> watched =
+      loop_->watch(departed.pidfd, kReadable, [this, pid](uint32_t) { process_exited(pid); });
+  if (watched) {
+    departed.watch = *watched;
+  } else {
+    process_exited(pid);
+  }
+}
+
+void Server::process_exited(pid_t pid) {
+  const auto found = departed_.find(pid);
+  if (found == departed_.end()) return;
+  Departed departed = std::move(found->second);
+  departed_.erase(found);
+  if (departed.watch) loop_->unwatch(departed.watch);
+  ::close(departed.pidfd);
+  const TimeNs now = EventLoop::now();
+  std::sort(departed.ledger_paths.begin(), departed.ledger_paths.end());
+  departed.ledger_paths.erase(
+      std::unique(departed.ledger_paths.begin(), departed.ledger_paths.end()),
+      departed.ledger_paths.end());
+  for (const std::string& path : departed.ledger_paths)
+    reaper_.request(path, departed.uid, departed.gid, now, pid);
+}
+
+// ---------------------------------------------------------------------------
+// Scheduling
+
+void Server::apply_token_changes(TimeNs now) {
+  for (;;) {
+    const std::vector<TokenChange> changes = scheduler_.take_changes();
+    if (changes.empty()) break;
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      const TokenChange& change = changes[i];
+      const std::string name = tenant_name(change.tenant);
+      switch (change.kind) {
+        case TokenChange::Kind::kGrant: {
+          const uint32_t grant = board_->grant(change.device, change.tenant);
+          handoffs_.granted(change.device, change.tenant, grant);
+          registry_.clear_wants(change.tenant, change.device);
+          spdlog::debug("device {}: granted to {} (grant {})", change.device, name, grant);
+          break;
+        }
+        case TokenChange::Kind::kRevoke: {
+          board_->revoke(change.device, change.tenant);
+          spdlog::debug("device {}: revoked from {} ({})", change.device, name,
+                        release_reason(change.reason));
+          // A Want that came while the tenant held the token was not for
+          // that grant (its process had not seen it yet): it counts now.
+          if (registry_.wants(change.tenant, change.device))
+            scheduler_.set_wanting(change.tenant, change.device, true, now);
+          const auto verdict = handoffs_.revoked(
+              change.device, registry_.processes_seeing(change.tenant, change.device));
+          if (verdict == HandoffTracker::Verdict::kComplete)
+            scheduler_.holder_drained(change.tenant, change.device, now);
+          break;
+        }
+        case TokenChange::Kind::kRelease: {
+          if (change.reason == TokenChange::Reason::kAckTimeout) {
+            std::string owing;
+            for (const ConnectionId id : handoffs_.owing(change.device))
+              if (const ProcessRecord* process = registry_.process(id))
+                owing += (owing.empty() ? "" : ",") + std::to_string(process->pid);
+            spdlog::warn(
+                "device {}: tenant {} did not acknowledge within {} ms (pids {}); the token is "
+                "taken back anyway, and its queued kernels may overlap the next tenant's",
+                change.device, name, config_.scheduler.ack_timeout_ns / kNsPerMs, owing);
+          }
+          spdlog::debug("device {}: released by {} after {} us ({})", change.device, name,
+                        change.held_ns / 1000, release_reason(change.reason));
+          handoffs_.released(change.device);
+          // A grant right behind overwrites the word anyway: one write, one wake.
+          const bool grant_follows = i + 1 < changes.size() &&
+                                     changes[i + 1].kind == TokenChange::Kind::kGrant &&
+                                     changes[i + 1].device == change.device;
+          if (!grant_follows) board_->clear(change.device);
+          break;
+        }
+      }
+    }
+  }
+  for (DeviceIndex device = 0; device < board_->device_count(); ++device)
+    board_->set_waiting(device, scheduler_.waiting(device));
+  left_tenants_.clear();
+}
+
+std::string Server::tenant_name(TenantNumber tenant) const {
+  if (const TenantRecord* record = registry_.tenant(tenant)) return record->id;
+  const auto left = left_tenants_.find(tenant);
+  return left != left_tenants_.end() ? left->second : "#" + std::to_string(tenant);
+}
+
+void Server::after_events() {
+  const TimeNs now = EventLoop::now();
+  scheduler_.advance(now);
+  apply_token_changes(now);
+  reaper_.advance(now);
+  unmanaged_->advance(now);
+
+  while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
+    const ConnectionId id = hello_deadlines_.front().second;
+    hello_deadlines_.pop_front();
+    const auto found = connections_.find(id);
+    if (found != connections_.end() && found->second.role == Connection::Role::kNew)
+      drop_connection(
+          id, "said nothing for " + std::to_string(kHelloTimeoutNs / kNsPerMs / 1000) + " s");
+  }
+  if (accepting_paused_ && now >= accepting_resumes_at_) {
+    accepting_paused_ = false;
+    loop_->change(listener_watch_, kReadable);
+  }
+  // Scheduler changes may come from closes above.
+  apply_token_changes(now);
+
+  // Processes that closed their connection but live on (departed_) do not
+  // keep the server: their ledger reaps itself when they die.
+  const bool idle = connections_.empty() && registry_.tenants().empty() && !reaper_.busy();
+  if (config_.mode == ServerMode::kUser && config_.idle_exit_ns > 0 && idle) {
+    if (!idle_since_) idle_since_ = now;
+    if (now - *idle_since_ >= config_.idle_exit_ns) {
+      stopping_ = true;
+      stop_reason_ = "no tenant for " + std::to_string(config_.idle_exit_ns / kNsPerMs / 1000) +
+                     " s (idle exit)";
+    }
+  } else {
+    idle_since_.reset();
+  }
+  const std::optional<TimeNs> deadline = next_deadline(now);
+  timer_->arm(deadline.value_or(kNever));
+}
+
+std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
+  std::optional<TimeNs> earliest = scheduler_.next_deadline(now);
+  const auto consider = [&](std::optional<TimeNs> at) {
+    if (at) earliest = std::min(earliest.value_or(*at), *at);
+  };
+  consider(reaper_.next_deadline());
+  consider(unmanaged_->next_deadline());
+  if (!hello_deadlines_.empty()) consider(hello_deadlines_.front().first);
+  if (accepting_paused_) consider(accepting_resumes_at_);
+  if (idle_since_) consider(*idle_since_ + config_.idle_exit_ns);
+  return earliest;
+}
+
+StatusSnapshot Server::status_snapshot(TimeNs now) const {
+  StatusSnapshot status;
+  status.server.pid = ::getpid();
+  status.server.mode = mode_name(config_.mode);
+  status.server.socket = socket_path();
+  status.server.quantum_us = config_.scheduler.quantum_ns / 1000;
+  status.server.uptime_s = static_cast<double>(now - started_at_) / 1e9;
+  status.server.protocol = protocol::kVersion;
+  if (metrics_) status.server.metrics = metrics_->address().text();
+  status.unmanaged = unmanaged_status();
+
+  for (DeviceIndex device = 0; device < board_->device_count(); ++device) {
+    BoardDeviceStatus entry;
+    entry.board_index = device;
+    entry.uuid = board_->uuid(device);
+    if (const TenantRecord* holder = registry_.tenant(scheduler_.holder(device)))
+      entry.holder = holder->id;
+    entry.waiting = scheduler_.waiting(device);
+    status.devices.push_back(entry);
+  }
+
+  for (const auto& [number, tenant] : registry_.tenants()) {
+    TenantStatus entry;
+    entry.tenant = tenant.id;
+    entry.number = number;
+    entry.uid = tenant.uid;
+    entry.user = tenant.user;
+    entry.command = tenant.command;
+    entry.share = tenant.share;
+    std::string ledger_path;
+    for (const ConnectionId id : tenant.processes) {
+      const ProcessRecord* process = registry_.process(id);
+      entry.pids.push_back(process->pid);
+      if (ledger_path.empty()) ledger_path = process->ledger_path;
+    }
+    std::sort(entry.pids.begin(), entry.pids.end());
+    // The ledger is read, never mapped: a file its tenant truncates
+    // meanwhile cannot hurt the server.
+    std::vector<shm::LedgerDeviceUsage> usage;
+    std::string error;
+    if (!shm::read_ledger_usage(ledger_path, tenant.uid, usage, error)) usage.clear();
+    for (const DeviceIndex device : registry_.devices_of(number)) {
+      TenantDeviceStatus figures;
+      figures.uuid = board_->uuid(device);
+      for (const shm::LedgerDeviceUsage& ledger_device : usage) {
+        if (ledger_device.uuid != figures.uuid) continue;
+        figures.memory_used = ledger_device.used;
+        figures.memory_cap = ledger_device.cap;
+        figures.oom_denials = ledger_device.oom_denials;
+      }
+      const DeviceShareFigures shares = scheduler_.figures(number, device, now);
+      figures.share_target = shares.share_target;
+      figures.share_achieved = shares.share_achieved;
+      figures.held_ns = shares.held_ns;
+      const TenantDeviceCounters counters = scheduler_.statistics(number, device, now);
+      figures.wait_ns = counters.wait_ns;
+      figures.grants = counters.grants;
+      figures.revokes = counters.revokes;
+      figures.overruns = counters.overruns;
+      figures.waits = counters.waits;
+      entry.devices.push_back(figures);
+    }
+    status.tenants.push_back(std::move(entry));
+  }
+  return status;
+}
+
+}  // namespace gpulimit::server

@@ -1,0 +1,235 @@
+#include "gpulimit/server/metrics/metrics_exposition.h"
+
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace gpulimit::server {
+namespace {
+
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+};
+
+// Every family, in the order written. HELP texts hold no backslash or
+// newline, so they need no escaping.
+constexpr std::array kFamilies = {
+    Family{"gpulimit_build_info", "gauge", "gpulimitd's version and mode; always 1"},
+    Family{"gpulimit_uptime_seconds", "gauge", "Time since gpulimitd started"},
+    Family{"gpulimit_tenants", "gauge", "Tenants with at least one process attached"},
+    Family{"gpulimit_processes", "gauge", "Tenant processes attached"},
+    Family{"gpulimit_tenant_processes", "gauge", "Processes of the tenant attached"},
+    Family{"gpulimit_token_waiting_tenants", "gauge",
+           "Tenants other than the holder that wait for the device's token"},
+    Family{"gpulimit_memory_used_bytes", "gauge",
+           "Device memory the tenant's processes hold, as its ledger counts it"},
+    Family{"gpulimit_memory_cap_bytes", "gauge", "The tenant's device memory cap"},
+    Family{"gpulimit_gpu_seconds_total", "counter", "Time the tenant held the device's token"},
+    Family{"gpulimit_token_wait_seconds", "histogram",
+           "Time from the tenant wanting the device's token to its grant"},
+    Family{"gpulimit_token_grants_total", "counter", "Grants of the device's token to the tenant"},
+    Family{"gpulimit_token_revokes_total", "counter",
+           "Times the tenant was asked to give the device's token back"},
+    Family{"gpulimit_token_overruns_total", "counter",
+           "Times the token was taken back because the tenant did not drain within the ack "
+           "timeout"},
+    Family{"gpulimit_oom_denials_total", "counter",
+           "Allocations refused because they would pass the tenant's memory cap"},
+    Family{"gpulimit_share_target", "gauge",
+           "The tenant's policy share of the device under the current demand"},
+    Family{"gpulimit_share_achieved", "gauge",
+           "The tenant's share of the device's time over the last 10 s"},
+};
+
+using Labels = std::vector<std::pair<const char*, std::string>>;
+
+std::string format_number(double value) {
+  char text[64];
+  // Fixed, not scientific: bucket bounds read as 0.0001, not 1e-04.
+  const auto [end, error] =
+      std::to_chars(text, text + sizeof text, value, std::chars_format::fixed);
+  return error == std::errc{} ? std::string(text, end) : std::string("NaN");
+}
+
+std::string format_number(uint64_t value) {
+  return std::to_string(value);
+}
+
+std::string seconds(int64_t ns) {
+  return format_number(static_cast<double>(ns) / 1e9);
+}
+
+class Exposition {
+ public:
+  // HELP and TYPE of family `name`, written before its first sample.
+  void family(std::string_view name) {
+    for (const Family& family : kFamilies) {
+      if (family.name != name) continue;
+      text_ += "# HELP " + std::string(family.name) + " " + family.help + "\n";
+      text_ += "# TYPE " + std::string(family.name) + " " + family.type + "\n";
+      return;
+    }
+  }
+
+  void sample(std::string_view name, const Labels& labels, const std::string& value) {
+    text_ += name;
+    if (!labels.empty()) {
+      text_ += '{';
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        if (i) text_ += ',';
+        text_ += labels[i].first;
+        text_ += "=\"" + escape_label_value(labels[i].second) + "\"";
+      }
+      text_ += '}';
+    }
+    text_ += ' ' + value + '\n';
+  }
+
+  std::string take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+};
+
+// One tenant on one device, with the labels of its series.
+struct TenantDevice {
+  const TenantStatus* tenant;
+  const TenantDeviceStatus* device;
+  Labels labels;
+};
+
+std::vector<TenantDevice> tenant_devices(const StatusSnapshot& status) {
+  std::vector<TenantDevice> all;
+  for (const TenantStatus& tenant : status.tenants) {
+    for (const TenantDeviceStatus& device : tenant.devices) {
+      std::string gpu;
+      for (const BoardDeviceStatus& board : status.devices)
+        if (board.uuid == device.uuid) gpu = std::to_string(board.board_index);
+      all.push_back(TenantDevice{&tenant, &device,
+                                 Labels{{"gpu", gpu},
+                                        {"UUID", format_gpu_uuid(device.uuid)},
+                                        {"tenant", tenant.tenant},
+                                        {"user", tenant.user}}});
+    }
+  }
+  return all;
+}
+
+// A family with one sample per tenant and device; `value` says nothing
+// (nullopt) for a device where the figure is unknown.
+template <typename Value>
+void per_tenant_device(Exposition& out, const std::vector<TenantDevice>& all, const char* name,
+                       Value value) {
+  out.family(name);
+  for (const TenantDevice& entry : all)
+    if (const std::optional<std::string> text = value(*entry.device))
+      out.sample(name, entry.labels, *text);
+}
+
+void wait_histogram(Exposition& out, const std::vector<TenantDevice>& all) {
+  constexpr const char* kName = "gpulimit_token_wait_seconds";
+  out.family(kName);
+  for (const TenantDevice& entry : all) {
+    const WaitHistogram& waits = entry.device->waits;
+    uint64_t cumulative = 0;
+    Labels labels = entry.labels;
+    labels.emplace_back("le", "");
+    for (std::size_t i = 0; i < WaitHistogram::kUpperBoundsNs.size(); ++i) {
+      cumulative += waits.in_bucket(i);
+      labels.back().second = seconds(WaitHistogram::kUpperBoundsNs[i]);
+      out.sample("gpulimit_token_wait_seconds_bucket", labels, format_number(cumulative));
+    }
+    labels.back().second = "+Inf";
+    out.sample("gpulimit_token_wait_seconds_bucket", labels, format_number(waits.count()));
+    out.sample("gpulimit_token_wait_seconds_sum", entry.labels, seconds(waits.sum_ns()));
+    out.sample("gpulimit_token_wait_seconds_count", entry.labels, format_number(waits.count()));
+  }
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string escaped;
+  escaped.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\') {
+      escaped += "\\\\";
+    } else if (c == '"') {
+      escaped += "\\\"";
+    } else if (c == '\n') {
+      escaped += "\\n";
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
+std::vector<std::string> metric_family_names() {
+  std::vector<std::string> names;
+  for (const Family& family : kFamilies)
+    names.emplace_back(family.name);
+  return names;
+}
+
+std::string render_metrics(const StatusSnapshot& status, std::string_view version) {
+  Exposition out;
+  out.family("gpulimit_build_info");
+  out.sample("gpulimit_build_info",
+             {{"version", std::string(version)}, {"mode", status.server.mode}}, "1");
+  out.family("gpulimit_uptime_seconds");
+  out.sample("gpulimit_uptime_seconds", {}, format_number(status.server.uptime_s));
+
+  uint64_t processes = 0;
+  for (const TenantStatus& tenant : status.tenants)
+    processes += tenant.pids.size();
+  out.family("gpulimit_tenants");
+  out.sample("gpulimit_tenants", {}, format_number(uint64_t{status.tenants.size()}));
+  out.family("gpulimit_processes");
+  out.sample("gpulimit_processes", {}, format_number(processes));
+  out.family("gpulimit_tenant_processes");
+  for (const TenantStatus& tenant : status.tenants)
+    out.sample("gpulimit_tenant_processes", {{"tenant", tenant.tenant}, {"user", tenant.user}},
+               format_number(uint64_t{tenant.pids.size()}));
+
+  out.family("gpulimit_token_waiting_tenants");
+  for (const BoardDeviceStatus& device : status.devices)
+    out.sample(
+        "gpulimit_token_waiting_tenants",
+        {{"gpu", std::to_string(device.board_index)}, {"UUID", format_gpu_uuid(device.uuid)}},
+        format_number(uint64_t{device.waiting}));
+
+  using Figure = std::optional<std::string>;
+  const std::vector<TenantDevice> all = tenant_devices(status);
+  per_tenant_device(out, all, "gpulimit_memory_used_bytes", [](const TenantDeviceStatus& d) {
+    return d.memory_used ? Figure(format_number(*d.memory_used)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_memory_cap_bytes", [](const TenantDeviceStatus& d) {
+    return d.memory_cap ? Figure(format_number(*d.memory_cap)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_gpu_seconds_total",
+                    [](const TenantDeviceStatus& d) { return Figure(seconds(d.held_ns)); });
+  wait_histogram(out, all);
+  per_tenant_device(out, all, "gpulimit_token_grants_total",
+                    [](const TenantDeviceStatus& d) { return Figure(format_number(d.grants)); });
+  per_tenant_device(out, all, "gpulimit_token_revokes_total",
+                    [](const TenantDeviceStatus& d) { return Figure(format_number(d.revokes)); });
+  per_tenant_device(out, all, "gpulimit_token_overruns_total",
+                    [](const TenantDeviceStatus& d) { return Figure(format_number(d.overruns)); });
+  per_tenant_device(out, all, "gpulimit_oom_denials_total", [](const TenantDeviceStatus& d) {
+    return d.oom_denials ? Figure(format_number(*d.oom_denials)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_share_target", [](const TenantDeviceStatus& d) {
+    return Figure(format_number(d.share_target));
+  });
+  per_tenant_device(out, all, "gpulimit_share_achieved", [](const TenantDeviceStatus& d) {
+    return Figure(format_number(d.share_achieved));
+  });
+  return out.take();
+}
+
+}  // namespace gpulimit::server

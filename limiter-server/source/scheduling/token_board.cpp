@@ -1,0 +1,101 @@
+#include "gpulimit/server/scheduling/token_board.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "gpulimit/shm/futex.h"
+
+namespace gpulimit::server {
+
+Result<std::unique_ptr<TokenBoard>> TokenBoard::create(uint32_t quantum_us) {
+  std::string error;
+  std::unique_ptr<shm::BoardMapping> mapping = shm::BoardMapping::create(quantum_us, error);
+  if (!mapping) return fail(error);
+  const int read_only_fd = mapping->read_only_descriptor();
+  if (read_only_fd < 0)
+    return fail(std::string("cannot open the board read-only for clients: ") +
+                std::strerror(errno));
+  return std::unique_ptr<TokenBoard>(new TokenBoard(std::move(mapping), read_only_fd));
+}
+
+TokenBoard::~TokenBoard() {
+  ::close(read_only_fd_);
+}
+
+Result<DeviceIndex> TokenBoard::publish(const DeviceUuid& uuid) {
+  shm::BoardLayout& board = *mapping_->writable();
+  const uint32_t count = board.device_count.load(std::memory_order_relaxed);
+  for (uint32_t d = 0; d < count; ++d)
+    if (std::memcmp(board.devices[d].uuid, uuid.data(), uuid.size()) == 0) return d;
+  if (count == shm::kBoardDevices)
+    return fail("gpulimitd serves " + std::to_string(shm::kBoardDevices) +
+                " GPUs at most, and that many are in use");
+  std::memcpy(board.devices[count].uuid, uuid.data(), uuid.size());
+  // The entry is complete before the count that publishes it.
+  board.device_count.store(count + 1, std::memory_order_release);
+  return count;
+}
+
+uint32_t TokenBoard::device_count() const {
+  return mapping_->layout().device_count.load(std::memory_order_relaxed);
+}
+
+DeviceUuid TokenBoard::uuid(DeviceIndex device) const {
+  DeviceUuid uuid{};
+  std::memcpy(uuid.data(), mapping_->layout().devices[device].uuid, uuid.size());
+  return uuid;
+}
+
+shm::BoardDevice& TokenBoard::device_at(DeviceIndex device) {
+  return mapping_->writable()->devices[device];
+}
+
+void TokenBoard::set_token(DeviceIndex device, uint32_t token) {
+  shm::BoardDevice& entry = device_at(device);
+  entry.token.store(token, std::memory_order_release);
+  shm::futex_wake_all(entry.token);
+}
+
+uint32_t TokenBoard::grant(DeviceIndex device, TenantNumber tenant) {
+  shm::BoardDevice& entry = device_at(device);
+  // `grant` before `token` (board.h): a process that sees token_held(t) reads
+  // this grant's number, or a later one.
+  const uint32_t number = entry.grant.fetch_add(1, std::memory_order_release) + 1;
+  set_token(device, shm::token_held(tenant));
+  return number;
+}
+
+void TokenBoard::revoke(DeviceIndex device, TenantNumber tenant) {
+  set_token(device, shm::token_revoked(tenant));
+}
+
+void TokenBoard::clear(DeviceIndex device) {
+  set_token(device, 0);
+}
+
+uint32_t TokenBoard::grant_number(DeviceIndex device) const {
+  return mapping_->layout().devices[device].grant.load(std::memory_order_relaxed);
+}
+
+void TokenBoard::set_waiting(DeviceIndex device, uint32_t waiting) {
+  shm::BoardDevice& entry = device_at(device);
+  const uint32_t before = entry.waiting.load(std::memory_order_relaxed);
+  if (before == waiting) return;
+  entry.waiting.store(waiting, std::memory_order_release);
+  // The holder's drain threads sleep on the token word with no timeout while
+  // nobody waits; from now on they should watch for their process going
+  // idle, so wake them.
+  if (before == 0) shm::futex_wake_all(entry.token);
+}
+
+void TokenBoard::clear_all() {
+  for (DeviceIndex d = 0; d < device_count(); ++d) {
+    device_at(d).waiting.store(0, std::memory_order_relaxed);
+    clear(d);
+  }
+}
+
+}  // namespace gpulimit::server

@@ -1,0 +1,452 @@
+#include "gpulimit/server/scheduling/token_scheduler.h"
+
+#include <algorithm>
+
+#include "gpulimit/server/scheduling/share_targets.h"
+
+namespace gpulimit::server {
+namespace {
+
+constexpr TimeNs kMinAckTimeoutNs = 100 * kNsPerMs;
+constexpr int64_t kAckTimeoutQuanta = 5;
+
+// Ceiling of a / b for a >= 0, b > 0.
+int64_t divide_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The length of [start, end) that lies within [from, to).
+TimeNs overlap(TimeNs start, TimeNs end, TimeNs from, TimeNs to) {
+  return std::max<TimeNs>(0, std::min(end, to) - std::max(start, from));
+}
+
+}  // namespace
+
+TimeNs default_ack_timeout(TimeNs quantum_ns) {
+  return std::max(kMinAckTimeoutNs, kAckTimeoutQuanta * quantum_ns);
+}
+
+TokenScheduler::TokenScheduler(const SchedulerSettings& settings) : settings_(settings) {}
+
+void TokenScheduler::add_tenant(TenantNumber tenant, const ComputeShare& share) {
+  ComputeShare& kept = tenants_[tenant];
+  kept = share;
+  kept.weight = std::max<uint32_t>(1, share.weight);  // a divisor of held time
+}
+
+void TokenScheduler::change_share(TenantNumber tenant, const ComputeShare& share, TimeNs now) {
+  const auto known = tenants_.find(tenant);
+  if (known == tenants_.end()) return;
+  ComputeShare kept = share;
+  kept.weight = std::max<uint32_t>(1, share.weight);
+  known->second = kept;
+  for (auto& [index, device] : devices_) {
+    const auto found = device.seats.find(tenant);
+    if (found == device.seats.end()) continue;
+    charge_holder(device, now);
+    Seat& seat = found->second;
+    const bool holding = device.holder == tenant;
+    if (has_hard_cap(seat.share)) {
+      seat.budget_ns = budget_at(seat, seat.share, now, holding);
+    } else {
+      seat.budget_ns = grant_threshold(kept);  // a new cap opens as a new tenant's does
+    }
+    seat.budget_at = now;
+    seat.share = kept;
+    if (has_hard_cap(kept)) seat.budget_ns = std::min(seat.budget_ns, budget_max(kept));
+    seat.vtime_remainder = 0;  // under a weight's worth of nanoseconds
+    reconsider(index, device, now);
+  }
+}
+
+void TokenScheduler::remove_tenant(TenantNumber tenant, TimeNs now) {
+  for (auto& [index, device] : devices_)
+    leave_device(tenant, index, now);
+  tenants_.erase(tenant);
+  counters_.erase(tenant);
+}
+
+void TokenScheduler::leave_device(TenantNumber tenant, DeviceIndex index, TimeNs now) {
+  const auto found = devices_.find(index);
+  if (found == devices_.end()) return;
+  Device& device = found->second;
+  if (device.holder == tenant) release(index, device, TokenChange::Reason::kHolderLeft, now);
+  if (const auto seat = device.seats.find(tenant); seat != device.seats.end()) {
+    end_wait_unserved(tenant, index, seat->second, now);
+    device.seats.erase(seat);
+  }
+  reconsider(index, device, now);
+}
+
+void TokenScheduler::set_wanting(TenantNumber tenant, DeviceIndex index, bool wanting, TimeNs now) {
+  if (!tenants_.contains(tenant)) return;
+  Device& device = device_at(index);
+  Seat& seat = seat_for(device, tenant, now);
+  if (wanting) {
+    if (seat.wanting) return;
+    if (device.holder == tenant && !device.revoked) return;  // it holds the token already
+    charge_holder(device, now);
+    const bool was_active = device.holder == tenant;  // draining, and wants it again
+    seat.wanting = true;
+    seat.wanted_order = ++want_counter_;
+    // A draining holder's wait starts when its hold ends (release()).
+    seat.wanting_since = now;
+    if (!was_active) lift_vtime(device, tenant);
+  } else {
+    if (!seat.wanting) return;
+    end_wait_unserved(tenant, index, seat, now);
+    seat.wanting = false;
+  }
+  reconsider(index, device, now);
+}
+
+void TokenScheduler::holder_idle(TenantNumber tenant, DeviceIndex index, TimeNs now) {
+  const auto found = devices_.find(index);
+  if (found == devices_.end()) return;
+  Device& device = found->second;
+  if (device.holder != tenant || device.revoked) return;
+  device.holder_idle = true;
+  reconsider(index, device, now);
+}
+
+void TokenScheduler::holder_drained(TenantNumber tenant, DeviceIndex index, TimeNs now) {
+  const auto found = devices_.find(index);
+  if (found == devices_.end()) return;
+  Device& device = found->second;
+  if (device.holder != tenant || !device.revoked) return;
+  release(index, device, TokenChange::Reason::kDrained, now);
+  reconsider(index, device, now);
+}
+
+void TokenScheduler::advance(TimeNs now) {
+  for (auto& [index, device] : devices_)
+    reconsider(index, device, now);
+}
+
+std::optional<TimeNs> TokenScheduler::next_deadline(TimeNs now) const {
+  TimeNs earliest = kNever;
+  for (const auto& [index, device] : devices_)
+    earliest = std::min(earliest, device_deadline(device, now));
+  if (earliest == kNever) return std::nullopt;
+  return earliest;
+}
+
+std::vector<TokenChange> TokenScheduler::take_changes() {
+  std::vector<TokenChange> taken;
+  taken.swap(changes_);
+  return taken;
+}
+
+TenantNumber TokenScheduler::holder(DeviceIndex index) const {
+  const Device* device = find_device(index);
+  return device ? device->holder : kNoTenant;
+}
+
+bool TokenScheduler::revoked(DeviceIndex index) const {
+  const Device* device = find_device(index);
+  return device && device->revoked;
+}
+
+uint32_t TokenScheduler::waiting(DeviceIndex index) const {
+  const Device* device = find_device(index);
+  if (!device) return 0;
+  uint32_t count = 0;
+  for (const auto& [tenant, seat] : device->seats)
+    if (seat.wanting && tenant != device->holder) ++count;
+  return count;
+}
+
+DeviceShareFigures TokenScheduler::figures(TenantNumber tenant, DeviceIndex index,
+                                           TimeNs now) const {
+  DeviceShareFigures figures;
+  const Device* device = find_device(index);
+  if (!device) return figures;
+  const auto found = device->seats.find(tenant);
+  if (found == device->seats.end()) return figures;
+  const Seat& seat = found->second;
+  const bool holding = device->holder == tenant;
+
+  figures.held_ns = statistics(tenant, index, now).held_ns;
+  const TimeNs window_start = now - settings_.share_window_ns;
+  TimeNs recent = holding ? overlap(device->granted_at, now, window_start, now) : 0;
+  for (const Interval& hold : seat.recent_holds)
+    recent += overlap(hold.start, hold.end, window_start, now);
+  const TimeNs wall = std::min(settings_.share_window_ns, now - seat.seated_at);
+  figures.share_achieved = wall > 0 ? static_cast<double>(recent) / static_cast<double>(wall) : 0;
+
+  std::vector<ShareDemand> demands;
+  for (const auto& [other, other_seat] : device->seats)
+    if (other_seat.wanting || other == device->holder)
+      demands.push_back(ShareDemand{other, other_seat.share});
+  for (const ShareTarget& target : share_targets(demands))
+    if (target.tenant == tenant) figures.share_target = target.fraction;
+  return figures;
+}
+
+TenantDeviceCounters TokenScheduler::statistics(TenantNumber tenant, DeviceIndex index,
+                                                TimeNs now) const {
+  TenantDeviceCounters counters;
+  if (const auto of_tenant = counters_.find(tenant); of_tenant != counters_.end())
+    if (const auto found = of_tenant->second.find(index); found != of_tenant->second.end())
+      counters = found->second;
+  const Device* device = find_device(index);
+  if (!device) return counters;
+  const auto seat = device->seats.find(tenant);
+  if (seat == device->seats.end()) return counters;
+  if (device->holder == tenant) {
+    counters.held_ns += now - device->granted_at;
+  } else if (seat->second.wanting) {
+    counters.wait_ns += now - seat->second.wanting_since;
+  }
+  return counters;
+}
+
+TenantDeviceCounters& TokenScheduler::counters_for(TenantNumber tenant, DeviceIndex device) {
+  return counters_[tenant][device];
+}
+
+void TokenScheduler::end_wait_unserved(TenantNumber tenant, DeviceIndex index, Seat& seat,
+                                       TimeNs now) {
+  const Device& device = devices_.at(index);
+  if (!seat.wanting || device.holder == tenant) return;
+  counters_for(tenant, index).wait_ns += now - seat.wanting_since;
+}
+
+TokenScheduler::Device& TokenScheduler::device_at(DeviceIndex index) {
+  return devices_[index];
+}
+
+const TokenScheduler::Device* TokenScheduler::find_device(DeviceIndex index) const {
+  const auto found = devices_.find(index);
+  return found == devices_.end() ? nullptr : &found->second;
+}
+
+const ComputeShare& TokenScheduler::share_of(TenantNumber tenant) const {
+  static const ComputeShare kNone{};
+  const auto found = tenants_.find(tenant);
+  return found == tenants_.end() ? kNone : found->second;
+}
+
+TokenScheduler::Seat& TokenScheduler::seat_for(Device& device, TenantNumber tenant, TimeNs now) {
+  const auto [found, created] = device.seats.try_emplace(tenant);
+  Seat& seat = found->second;
+  if (created) {
+    seat.share = share_of(tenant);
+    seat.seated_at = now;
+    // One slice to start with, not a full bucket: a new tenant opens with no
+    // burst beyond its cap.
+    seat.budget_ns = grant_threshold(seat.share);
+    seat.budget_at = now;
+  }
+  return seat;
+}
+
+int64_t TokenScheduler::budget_max(const ComputeShare& share) const {
+  return settings_.cap_window_ns * share.sm_percent / 100;
+}
+
+int64_t TokenScheduler::grant_threshold(const ComputeShare& share) const {
+  return std::max<int64_t>(1, std::min(budget_max(share), settings_.quantum_ns));
+}
+
+int64_t TokenScheduler::budget_at(const Seat& seat, const ComputeShare& share, TimeNs now,
+                                  bool holding) const {
+  const TimeNs elapsed = now - seat.budget_at;
+  const int64_t accrued = elapsed * share.sm_percent / 100;
+  // Held, the budget only falls: the bucket's top cannot be reached.
+  if (holding) return seat.budget_ns + accrued - elapsed;
+  return std::min(budget_max(share), seat.budget_ns + accrued);
+}
+
+TimeNs TokenScheduler::eligible_from(const Seat& seat, const ComputeShare& share) const {
+  const int64_t missing = grant_threshold(share) - seat.budget_ns;
+  if (missing <= 0) return seat.budget_at;
+  return seat.budget_at + divide_up(missing * 100, share.sm_percent);
+}
+
+bool TokenScheduler::eligible(const Seat& seat, TimeNs now) const {
+  const ComputeShare& share = seat.share;
+  if (!has_hard_cap(share)) return true;
+  return budget_at(seat, share, now, false) >= grant_threshold(share);
+}
+
+void TokenScheduler::charge_holder(Device& device, TimeNs now) {
+  if (device.holder == kNoTenant || now <= device.charged_until) return;
+  Seat& seat = device.seats[device.holder];
+  const ComputeShare& share = seat.share;
+  const TimeNs held = now - device.charged_until;
+  // Exact integer stride: the remainder is carried, so no nanosecond is lost.
+  const int64_t scaled = held + seat.vtime_remainder;
+  seat.vtime += scaled / share.weight;
+  seat.vtime_remainder = scaled % share.weight;
+  if (has_hard_cap(share)) {
+    seat.budget_ns = budget_at(seat, share, now, true);
+    seat.budget_at = now;
+  }
+  device.charged_until = now;
+}
+
+void TokenScheduler::lift_vtime(Device& device, TenantNumber tenant) {
+  std::optional<int64_t> lowest;
+  for (const auto& [other, seat] : device.seats) {
+    if (other == tenant || !(seat.wanting || other == device.holder)) continue;
+    lowest = std::min(lowest.value_or(seat.vtime), seat.vtime);
+  }
+  Seat& seat = device.seats[tenant];
+  if (lowest && *lowest > seat.vtime) {
+    seat.vtime = *lowest;
+    seat.vtime_remainder = 0;
+  }
+}
+
+bool TokenScheduler::goes_before(const Seat& seat_a, const Seat& seat_b) const {
+  const auto priority_a = static_cast<int32_t>(seat_a.share.priority);
+  const auto priority_b = static_cast<int32_t>(seat_b.share.priority);
+  if (priority_a != priority_b) return priority_a > priority_b;
+  if (seat_a.vtime != seat_b.vtime) return seat_a.vtime < seat_b.vtime;
+  return seat_a.wanted_order < seat_b.wanted_order;
+}
+
+bool TokenScheduler::keeps_token(const Seat& holder_seat, const Seat& waiter_seat) const {
+  // Strictly ahead only: on a tie the waiter goes, so equals take turns.
+  const auto priority_holder = static_cast<int32_t>(holder_seat.share.priority);
+  const auto priority_waiter = static_cast<int32_t>(waiter_seat.share.priority);
+  if (priority_holder != priority_waiter) return priority_holder > priority_waiter;
+  return holder_seat.vtime < waiter_seat.vtime;
+}
+
+std::optional<TenantNumber> TokenScheduler::best_waiter(const Device& device, TimeNs now) const {
+  std::optional<TenantNumber> best;
+  const Seat* best_seat = nullptr;
+  for (const auto& [tenant, seat] : device.seats) {
+    if (!seat.wanting || tenant == device.holder || !eligible(seat, now)) continue;
+    if (!best || goes_before(seat, *best_seat)) {
+      best = tenant;
+      best_seat = &seat;
+    }
+  }
+  return best;
+}
+
+void TokenScheduler::grant(DeviceIndex index, Device& device, TenantNumber tenant, TimeNs now) {
+  Seat& seat = device.seats[tenant];
+  const ComputeShare& share = seat.share;
+  if (has_hard_cap(share)) {
+    seat.budget_ns = budget_at(seat, share, now, false);
+    seat.budget_at = now;
+  }
+  TenantDeviceCounters& counters = counters_for(tenant, index);
+  ++counters.grants;
+  if (seat.wanting) {
+    const TimeNs waited = now - seat.wanting_since;
+    counters.wait_ns += waited;
+    counters.waits.observe(waited);
+  }
+  seat.wanting = false;
+  device.holder = tenant;
+  device.revoked = false;
+  device.holder_idle = false;
+  device.granted_at = now;
+  device.charged_until = now;
+  device.quantum_end = kNever;
+  changes_.push_back(TokenChange{TokenChange::Kind::kGrant, index, tenant});
+}
+
+void TokenScheduler::revoke(DeviceIndex index, Device& device, TokenChange::Reason reason,
+                            TimeNs now) {
+  device.revoked = true;
+  device.revoked_at = now;
+  ++counters_for(device.holder, index).revokes;
+  changes_.push_back(TokenChange{TokenChange::Kind::kRevoke, index, device.holder, reason});
+}
+
+void TokenScheduler::release(DeviceIndex index, Device& device, TokenChange::Reason reason,
+                             TimeNs now) {
+  charge_holder(device, now);
+  Seat& seat = device.seats[device.holder];
+  const TimeNs held = now - device.granted_at;
+  TenantDeviceCounters& counters = counters_for(device.holder, index);
+  counters.held_ns += held;
+  if (reason == TokenChange::Reason::kAckTimeout) ++counters.overruns;
+  if (seat.wanting) seat.wanting_since = now;  // wanted it again while draining
+  seat.recent_holds.push_back(Interval{device.granted_at, now});
+  while (!seat.recent_holds.empty() &&
+         seat.recent_holds.front().end < now - settings_.share_window_ns)
+    seat.recent_holds.pop_front();
+  changes_.push_back(TokenChange{TokenChange::Kind::kRelease, index, device.holder, reason, held});
+  device.holder = kNoTenant;
+  device.revoked = false;
+  device.holder_idle = false;
+  device.quantum_end = kNever;
+}
+
+void TokenScheduler::reconsider(DeviceIndex index, Device& device, TimeNs now) {
+  for (;;) {
+    if (device.holder == kNoTenant) {
+      const std::optional<TenantNumber> next = best_waiter(device, now);
+      if (!next) return;
+      grant(index, device, *next, now);
+      continue;  // the new holder's own conditions (contention, cap) below
+    }
+    if (device.revoked) {
+      if (now - device.revoked_at < settings_.ack_timeout_ns) return;
+      release(index, device, TokenChange::Reason::kAckTimeout, now);
+      continue;
+    }
+    charge_holder(device, now);
+    const Seat& seat = device.seats[device.holder];
+    if (has_hard_cap(seat.share) && seat.budget_ns <= 0) {
+      revoke(index, device, TokenChange::Reason::kCapSpent, now);
+      return;
+    }
+    const std::optional<TenantNumber> waiter = best_waiter(device, now);
+    if (!waiter) {
+      device.quantum_end = kNever;  // alone: keeps the token, no quantum runs
+      return;
+    }
+    if (device.quantum_end == kNever)
+      device.quantum_end = std::max(device.granted_at + settings_.quantum_ns, now);
+    if (device.holder_idle) {
+      revoke(index, device, TokenChange::Reason::kIdle, now);
+      return;
+    }
+    if (now < device.quantum_end) return;
+    if (keeps_token(seat, device.seats[*waiter])) {
+      // The holder would be picked again: no handoff, another quantum.
+      device.quantum_end = now + settings_.quantum_ns;
+      return;
+    }
+    revoke(index, device, TokenChange::Reason::kQuantumEnd, now);
+    return;
+  }
+}
+
+TimeNs TokenScheduler::device_deadline(const Device& device, TimeNs now) const {
+  TimeNs earliest = kNever;
+  if (device.holder != kNoTenant) {
+    if (device.revoked) return device.revoked_at + settings_.ack_timeout_ns;
+    earliest = device.quantum_end;
+    const Seat& seat = device.seats.at(device.holder);
+    const ComputeShare& share = seat.share;
+    if (has_hard_cap(share)) {
+      // Budget as of charged_until, falling at (100 - P) % of wall time.
+      const int64_t budget = seat.budget_ns;
+      const TimeNs spent_at =
+          budget <= 0 ? device.charged_until
+                      : device.charged_until + divide_up(budget * 100, 100 - share.sm_percent);
+      earliest = std::min(earliest, spent_at);
+    }
+  }
+  // A capped waiter whose budget grows back may take the free token, or
+  // start contention for the holder's.
+  for (const auto& [tenant, seat] : device.seats) {
+    if (!seat.wanting || tenant == device.holder) continue;
+    const ComputeShare& share = seat.share;
+    if (!has_hard_cap(share)) continue;
+    const TimeNs from = eligible_from(seat, share);
+    if (from > now) earliest = std::min(earliest, from);
+  }
+  return earliest;
+}
+
+}  // namespace gpulimit::server

@@ -1,0 +1,156 @@
+#include "gpulimit/server/watcher/driver_nvml.h"
+
+#include <dlfcn.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "nvml_subset.h"
+
+namespace gpulimit::server {
+
+// The NVML calls the cross-check makes, resolved once.
+class NvmlLibrary {
+ public:
+  static Result<std::unique_ptr<NvmlLibrary>> load() {
+    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* reason = dlerror();
+      return fail(std::string("libnvidia-ml.so.1 cannot be loaded: ") +
+                  (reason ? reason : "unknown"));
+    }
+    std::unique_ptr<NvmlLibrary> nvml(new NvmlLibrary(handle));
+    std::string error;
+    if (!nvml->symbol("nvmlInit_v2", nvml->init_, error) ||
+        !nvml->symbol("nvmlErrorString", nvml->error_string_, error) ||
+        !nvml->symbol("nvmlDeviceGetCount_v2", nvml->get_count_, error) ||
+        !nvml->symbol("nvmlDeviceGetHandleByIndex_v2", nvml->get_handle_, error) ||
+        !nvml->symbol("nvmlDeviceGetUUID", nvml->get_uuid_, error) ||
+        !nvml->symbol("nvmlDeviceGetComputeRunningProcesses_v3", nvml->get_processes_, error))
+      return fail(error);
+    if (!nvml->check("nvmlInit_v2", nvml->init_(), error)) return fail(error);
+    return nvml;
+  }
+  // The driver library stays loaded (its threads and atexit handlers are not
+  // built for dlclose); nvmlShutdown is left to process exit too, since a
+  // hung driver must not hang the server's exit.
+  ~NvmlLibrary() = default;
+
+  bool sample(std::vector<DriverDeviceSample>& devices, std::string& error) {
+    unsigned count = 0;
+    if (!check("nvmlDeviceGetCount_v2", get_count_(&count), error)) return false;
+    devices.clear();
+    for (unsigned index = 0; index < count; ++index) {
+      nvmlDevice_t device = nullptr;
+      char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+      if (!check("nvmlDeviceGetHandleByIndex_v2", get_handle_(index, &device), error) ||
+          !check("nvmlDeviceGetUUID", get_uuid_(device, uuid, sizeof uuid), error))
+        return false;
+      DriverDeviceSample sample;
+      sample.uuid = uuid;
+      // The list may grow between the count and the read: ask again.
+      std::vector<nvmlProcessInfo_t> infos(16);
+      for (;;) {
+        auto size = static_cast<unsigned>(infos.size());
+        const nvmlReturn_t result = get_processes_(device, &size, infos.data());
+        if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
+          infos.resize(size + 16);
+          continue;
+        }
+        if (!check("nvmlDeviceGetComputeRunningProcesses_v3", result, error)) return false;
+        infos.resize(size);
+        break;
+      }
+      for (const nvmlProcessInfo_t& info : infos)
+        sample.processes.push_back({static_cast<pid_t>(info.pid), info.usedGpuMemory});
+      devices.push_back(std::move(sample));
+    }
+    return true;
+  }
+
+ private:
+  explicit NvmlLibrary(void* handle) : handle_(handle) {}
+
+  template <typename Fn>
+  bool symbol(const char* name, Fn& out, std::string& error) {
+    out = reinterpret_cast<Fn>(dlsym(handle_, name));
+    if (!out) error = std::string("libnvidia-ml.so.1 has no ") + name;
+    return out != nullptr;
+  }
+
+  bool check(const char* call, nvmlReturn_t result, std::string& error) {
+    if (result == NVML_SUCCESS) return true;
+    const char* text = error_string_ ? error_string_(result) : nullptr;
+    error = std::string(call) + " failed: " + (text ? text : "unknown error") + " (" +
+            std::to_string(static_cast<int>(result)) + ")";
+    return false;
+  }
+
+  void* handle_;
+  decltype(&nvmlInit_v2) init_ = nullptr;
+  decltype(&nvmlErrorString) error_string_ = nullptr;
+  decltype(&nvmlDeviceGetCount_v2) get_count_ = nullptr;
+  decltype(&nvmlDeviceGetHandleByIndex_v2) get_handle_ = nullptr;
+  decltype(&nvmlDeviceGetUUID) get_uuid_ = nullptr;
+  decltype(&nvmlDeviceGetComputeRunningProcesses_v3) get_processes_ = nullptr;
+};
+
+Result<std::unique_ptr<DriverSampler>> DriverSampler::start(TimeNs interval_ns) {
+  Result<std::unique_ptr<NvmlLibrary>> nvml = NvmlLibrary::load();
+  if (!nvml) return fail(nvml.error());
+  const int ready = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (ready < 0) return fail(std::string("eventfd: ") + std::strerror(errno));
+  return std::unique_ptr<DriverSampler>(new DriverSampler(std::move(*nvml), interval_ns, ready));
+}
+
+DriverSampler::DriverSampler(std::unique_ptr<NvmlLibrary> nvml, TimeNs interval_ns, int ready_fd)
+    : nvml_(std::move(nvml)), interval_ns_(interval_ns), ready_fd_(ready_fd) {
+  thread_ = std::thread([this] { run(); });
+}
+
+DriverSampler::~DriverSampler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  ::close(ready_fd_);
+}
+
+void DriverSampler::run() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    std::vector<DriverDeviceSample> sample;
+    std::string error;
+    const bool sampled = nvml_->sample(sample, error);
+    lock.lock();
+    if (sampled) {
+      latest_ = std::move(sample);
+      latest_error_.clear();
+    } else {
+      latest_.reset();
+      latest_error_ = error;
+    }
+    fresh_ = true;
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t written = ::write(ready_fd_, &one, sizeof one);
+    wake_.wait_for(lock, std::chrono::nanoseconds(interval_ns_), [this] { return stopping_; });
+  }
+}
+
+std::optional<std::vector<DriverDeviceSample>> DriverSampler::take(std::string& error) {
+  uint64_t count = 0;
+  [[maybe_unused]] const ssize_t got = ::read(ready_fd_, &count, sizeof count);
+  std::lock_guard lock(mutex_);
+  if (!fresh_) return std::nullopt;
+  fresh_ = false;
+  error = latest_error_;
+  return std::exchange(latest_, std::nullopt);
+}
+
+}  // namespace gpulimit::server
