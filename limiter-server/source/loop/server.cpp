@@ -1,14 +1,15 @@
+// The Server's loop and dispatch: what each readable descriptor means, each
+// message handed to the one who handles it, the scheduler's decisions
+// written to the board, the status answered. Admission and departure are
+// in admission.cpp, what the watchers report in watchers.cpp.
 #include "gpulimit/server/loop/server.h"
 
-#include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,11 +19,9 @@
 
 #include "gpulimit/server/loop/hello_validation.h"
 #include "gpulimit/server/metrics/metrics_exposition.h"
-#include "gpulimit/server/metrics/process_command.h"
 #include "gpulimit/server/policy/limits_policy.h"
 #include "gpulimit/server/policy/policy_file.h"
 #include "gpulimit/shm/ledger_inspection.h"
-#include "gpulimit/shm/tenant_ledger.h"
 
 namespace gpulimit::server {
 namespace {
@@ -30,25 +29,6 @@ namespace {
 constexpr uint32_t kReadable = EPOLLIN;
 // A refused accept (out of descriptors) is retried after this long.
 constexpr TimeNs kAcceptPauseNs = 100 * kNsPerMs;
-
-int pidfd_open(pid_t pid) {
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
-
-std::string user_name(uid_t uid) {
-  std::vector<char> buffer(16384);
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
-    return found->pw_name;
-  return std::to_string(uid);
-}
-
-// Whether the peer of a connected socket has closed its end.
-bool hung_up(int fd) {
-  pollfd probe{fd, POLLIN, 0};
-  return ::poll(&probe, 1, 0) == 1 && (probe.revents & (POLLHUP | POLLERR)) != 0;
-}
 
 const char* release_reason(TokenChange::Reason reason) {
   switch (reason) {
@@ -240,6 +220,52 @@ bool Server::reload_policy() {
   return true;
 }
 
+Result<void> Server::start_watching(std::unique_ptr<GpuWatcher> watcher) {
+  // A per-user server answers for its own user's processes only: another
+  // user's gpulimit jobs are another server's tenants.
+  const std::optional<uid_t> only_uid =
+      config_.mode == ServerMode::kUser ? std::optional<uid_t>(::geteuid()) : std::nullopt;
+  // Unless a test gave its own lookup: the policy file's answer for the
+  // process's user and groups, read at each sighting (SIGHUP replaces the
+  // policy), else --unmanaged.
+  WatcherConfig watch = config_.watcher;
+  if (!watch.unmanaged_policy)
+    watch.unmanaged_policy = [this](uid_t uid, gid_t gid) {
+      const UnmanagedAction otherwise = config_.watcher.unmanaged_default;
+      return policy_ ? policy_->unmanaged_action(uid, gid, otherwise) : otherwise;
+    };
+  Result<std::unique_ptr<Watchers>> watchers = Watchers::start(
+      watch, only_uid, *loop_, registry_,
+      [this](pid_t pid) { return close_exited_tenant_process(pid); }, std::move(watcher));
+  if (!watchers) return fail(watchers.error());
+  watchers_ = std::move(*watchers);
+  return {};
+}
+
+bool Server::close_exited_tenant_process(pid_t pid) {
+  std::vector<ConnectionId> gone;
+  for (const auto& [id, connection] : connections_)
+    if (connection.role == Connection::Role::kTenantProcess && connection.peer.pid == pid)
+      gone.push_back(id);
+  for (const ConnectionId id : gone) {
+    spdlog::debug("{} exited (reported by the BPF exit event)", describe_peer(id));
+    close_connection(id);
+  }
+  return !gone.empty();
+}
+
+uint64_t Server::unmanaged_processes_seen() const {
+  return watchers_ ? watchers_->unmanaged_processes_seen() : 0;
+}
+
+uint64_t Server::driver_drifts_seen() const {
+  return watchers_ ? watchers_->driver_drifts_seen() : 0;
+}
+
+uint64_t Server::exits_seen_by_watcher() const {
+  return watchers_ ? watchers_->exits_seen_by_watcher() : 0;
+}
+
 void Server::stop() noexcept {
   const uint64_t one = 1;
   [[maybe_unused]] const ssize_t written = ::write(stop_fd_, &one, sizeof one);
@@ -413,119 +439,6 @@ bool Server::handle_first_message(ConnectionId id, Connection& connection,
   return handle_hello(id, connection, read_as<protocol::Hello>(data));
 }
 
-bool Server::handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello) {
-  Result<TenantRequest> request = validate_hello(hello, connection.peer.pid);
-  if (!request) {
-    refuse(id, connection, request.error());
-    return false;
-  }
-  std::vector<DeviceMemoryRequest> memory;
-  for (std::size_t i = 0; i < request->uuids.size(); ++i)
-    memory.push_back({request->uuids[i], hello.memory_requested[i], hello.memory_total[i]});
-  const Result<Grant> grant = clamp_to_policy(
-      policy_.get(), identify(connection.peer.uid, connection.peer.gid), request->share, memory);
-  if (!grant) {
-    refuse(id, connection, grant.error());
-    return false;
-  }
-  const ComputeShare* share = &grant->share;
-
-  protocol::Welcome welcome = protocol::make<protocol::Welcome>();
-  std::vector<DeviceIndex> devices;
-  for (std::size_t i = 0; i < request->uuids.size(); ++i) {
-    Result<DeviceIndex> published = board_->publish(request->uuids[i]);
-    if (!published) {
-      refuse(id, connection, published.error());
-      return false;
-    }
-    welcome.board_device[i] = *published;
-    devices.push_back(*published);
-  }
-  welcome.device_count = static_cast<uint32_t>(request->uuids.size());
-  for (std::size_t i = 0; i < grant->memory_cap.size(); ++i)
-    welcome.memory_cap[i] = grant->memory_cap[i];
-
-  // The pidfd is opened from the kernel's pid; if that process died and its
-  // pid was reused since it connected, its end of the socket is closed.
-  const int pidfd = pidfd_open(connection.peer.pid);
-  if (pidfd < 0 || hung_up(connection.fd)) {
-    if (pidfd >= 0) ::close(pidfd);
-    spdlog::debug("{} left before it was welcomed", describe_peer(id));
-    close_connection(id);
-    return false;
-  }
-
-  JoiningProcess joining;
-  joining.connection = id;
-  joining.pid = connection.peer.pid;
-  joining.uid = connection.peer.uid;
-  joining.gid = connection.peer.gid;
-  joining.tenant_id = request->tenant;
-  joining.share = *share;
-  joining.devices = devices;
-  joining.ledger_path =
-      shm::TenantLedger::path_for(request->ledger_dir, connection.peer.uid, request->tenant);
-  if (!registry_.find(connection.peer.uid, request->tenant)) {
-    joining.user = user_name(connection.peer.uid);
-    joining.command = process_command(connection.peer.pid);
-  }
-  const std::optional<JoinOutcome> joined = registry_.join(joining);
-  if (!joined) {
-    ::close(pidfd);
-    refuse(id, connection, "gpulimitd has run out of tenant numbers; restart it");
-    return false;
-  }
-  connection.role = Connection::Role::kTenantProcess;
-  connection.pidfd = pidfd;
-  const pid_t pid = connection.peer.pid;
-  if (config_.watcher.pidfd_exits) {
-    Result<EventLoop::WatchId> watched = loop_->watch(pidfd, kReadable, [this, id](uint32_t) {
-      const auto found = connections_.find(id);
-      if (found == connections_.end()) return;
-      spdlog::debug("{} exited", describe_peer(id));
-      close_connection(id);
-    });
-    if (watched) connection.pidfd_watch = *watched;
-  }
-  track_tenant_process(pid);
-
-  const TenantRecord& tenant = *registry_.tenant(joined->tenant);
-  if (joined->new_tenant) {
-    scheduler_.add_tenant(tenant.number, tenant.share);
-    asked_shares_[tenant.number] = request->share;
-    // Said once per tenant: its first process prints it (the library).
-    if (!grant->notice.empty()) {
-      std::strncpy(welcome.notice, grant->notice.c_str(), sizeof welcome.notice - 1);
-      spdlog::info("tenant {}: {}", tenant.id, grant->notice);
-    }
-    std::string caps;  // "device 0 10G, device 1 uncapped"
-    for (std::size_t i = 0; i < devices.size() && i < grant->memory_cap.size(); ++i)
-      caps += (caps.empty() ? "device " : ", device ") + std::to_string(devices[i]) + " " +
-              (grant->memory_cap[i] ? format_size(grant->memory_cap[i]) : "uncapped");
-    spdlog::info(
-        "tenant {} (#{}, user {}, uid {}, pid {}) joined: memory {}, sm {}, weight {}, priority {}",
-        tenant.id, tenant.number, tenant.user, connection.peer.uid, pid,
-        caps.empty() ? std::string("no device") : caps,
-        tenant.share.sm_percent ? std::to_string(tenant.share.sm_percent) + " %"
-                                : std::string("uncapped"),
-        tenant.share.weight, priority_name(tenant.share.priority));
-  } else if (joined->share_differs) {
-    spdlog::info(
-        "pid {} asked for other limits than tenant {} has (sm {}, weight {}, priority "
-        "{}); it shares the tenant's",
-        pid, tenant.id, share->sm_percent, share->weight, priority_name(share->priority));
-  }
-  welcome.tenant_number = tenant.number;
-  if (!protocol::send_message(connection.fd, &welcome, sizeof welcome,
-                              board_->read_only_descriptor())) {
-    drop_connection(id, std::string("cannot be sent its Welcome: ") + std::strerror(errno));
-    return false;
-  }
-  spdlog::debug("pid {} joined tenant {} (#{}), {} GPU(s)", pid, tenant.id, tenant.number,
-                devices.size());
-  return true;
-}
-
 bool Server::handle_tenant_message(ConnectionId id, Connection& connection, protocol::Type type,
                                    const unsigned char* data) {
   const TimeNs now = EventLoop::now();
@@ -599,7 +512,7 @@ void Server::refuse(ConnectionId id, Connection& connection, const std::string& 
 
 void Server::reply_status(ConnectionId id, Connection& connection) {
   const TimeNs now = EventLoop::now();
-  if (unmanaged_) unmanaged_->forget_gone();
+  if (watchers_) watchers_->forget_gone();
   const StatusSnapshot snapshot = status_snapshot(now);
   std::size_t left_out = 0;
   const std::string body =
@@ -639,75 +552,6 @@ void Server::close_connection(ConnectionId id) {
   if (connection.pidfd_watch) loop_->unwatch(connection.pidfd_watch);
   if (connection.role == Connection::Role::kTenantProcess) leave_tenant(id, connection);
   connections_.erase(id);
-}
-
-void Server::leave_tenant(ConnectionId id, Connection& connection) {
-  const TimeNs now = EventLoop::now();
-  std::optional<LeaveOutcome> left = registry_.leave(id);
-  if (!left) return;
-  untrack_tenant_process(connection.peer.pid);
-  const TenantNumber tenant = left->tenant;
-  for (const DeviceIndex device : left->process.devices)
-    if (handoffs_.process_left(device, id)) scheduler_.holder_drained(tenant, device, now);
-  for (const DeviceIndex device : left->devices_left)
-    scheduler_.leave_device(tenant, device, now);
-  for (const DeviceIndex device : left->wants_dropped)
-    scheduler_.set_wanting(tenant, device, false, now);
-  if (left->tenant_gone) {
-    left_tenants_[tenant] = left->tenant_id;
-    scheduler_.remove_tenant(tenant, now);
-    asked_shares_.erase(tenant);
-    spdlog::info("tenant {} (#{}) left: its last process, pid {}, is gone", left->tenant_id, tenant,
-                 connection.peer.pid);
-  } else {
-    for (const DeviceIndex device : left->process.devices) {
-      if (scheduler_.holder(device) != tenant || scheduler_.revoked(device)) continue;
-      if (handoffs_.all_idle(device, registry_.processes_seeing(tenant, device)))
-        scheduler_.holder_idle(tenant, device, now);
-    }
-  }
-
-  // The ledger is reaped once the kernel says the process is gone (its
-  // pidfd), when the dead process's ledger lock is surely released.
-  const pid_t pid = connection.peer.pid;
-  if (connection.pidfd < 0) {
-    reaper_.request(left->process.ledger_path, connection.peer.uid, connection.peer.gid, now,
-                    connection.peer.pid);
-    return;
-  }
-  const auto [found, created] = departed_.try_emplace(pid);
-  Departed& departed = found->second;
-  departed.ledger_paths.push_back(left->process.ledger_path);
-  if (!created) {
-    ::close(connection.pidfd);  // the pid is watched already
-    return;
-  }
-  departed.pidfd = connection.pidfd;
-  departed.uid = connection.peer.uid;
-  departed.gid = connection.peer.gid;
-  Result<EventLoop::WatchId> watched =
-      loop_->watch(departed.pidfd, kReadable, [this, pid](uint32_t) { process_exited(pid); });
-  if (watched) {
-    departed.watch = *watched;
-  } else {
-    process_exited(pid);
-  }
-}
-
-void Server::process_exited(pid_t pid) {
-  const auto found = departed_.find(pid);
-  if (found == departed_.end()) return;
-  Departed departed = std::move(found->second);
-  departed_.erase(found);
-  if (departed.watch) loop_->unwatch(departed.watch);
-  ::close(departed.pidfd);
-  const TimeNs now = EventLoop::now();
-  std::sort(departed.ledger_paths.begin(), departed.ledger_paths.end());
-  departed.ledger_paths.erase(
-      std::unique(departed.ledger_paths.begin(), departed.ledger_paths.end()),
-      departed.ledger_paths.end());
-  for (const std::string& path : departed.ledger_paths)
-    reaper_.request(path, departed.uid, departed.gid, now, pid);
 }
 
 // ---------------------------------------------------------------------------
@@ -782,7 +626,7 @@ void Server::after_events() {
   scheduler_.advance(now);
   apply_token_changes(now);
   reaper_.advance(now);
-  unmanaged_->advance(now);
+  watchers_->advance(now);
 
   while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
     const ConnectionId id = hello_deadlines_.front().second;
@@ -822,7 +666,7 @@ std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
     if (at) earliest = std::min(earliest.value_or(*at), *at);
   };
   consider(reaper_.next_deadline());
-  consider(unmanaged_->next_deadline());
+  consider(watchers_->next_deadline());
   if (!hello_deadlines_.empty()) consider(hello_deadlines_.front().first);
   if (accepting_paused_) consider(accepting_resumes_at_);
   if (idle_since_) consider(*idle_since_ + config_.idle_exit_ns);
@@ -838,7 +682,7 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
   status.server.uptime_s = static_cast<double>(now - started_at_) / 1e9;
   status.server.protocol = protocol::kVersion;
   if (metrics_) status.server.metrics = metrics_->address().text();
-  status.unmanaged = unmanaged_status();
+  if (watchers_) status.unmanaged = watchers_->unmanaged_status();
 
   for (DeviceIndex device = 0; device < board_->device_count(); ++device) {
     BoardDeviceStatus entry;

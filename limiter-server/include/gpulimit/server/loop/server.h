@@ -11,9 +11,10 @@
 //   - with --metrics-address, the eventfd by which a Prometheus scrape asks
 //     for a fresh exposition (metrics_endpoint.h).
 //   - the BPF watcher's ring buffer (tenant exits, unmanaged opens of GPU
-//     nodes) and the driver cross-check's eventfd (watcher_events.cpp).
-// The policy is TokenScheduler's; this file turns messages into its events
-// and its decisions into board writes.
+//     nodes) and the driver cross-check's eventfd (watchers.h).
+// Who gets the token is TokenScheduler's to say; the Server turns messages
+// into its events and its decisions into board writes (server.cpp), and
+// admits tenants and sees them leave (admission.cpp).
 #pragma once
 
 #include <sys/types.h>
@@ -22,28 +23,25 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "gpulimit/protocol/channel.h"
 #include "gpulimit/protocol/messages.h"
-#include "gpulimit/server/watcher/driver_nvml.h"
-#include "gpulimit/server/loop/event_loop.h"
-#include "gpulimit/server/scheduling/handoff_tracker.h"
-#include "gpulimit/server/loop/ledger_reaper.h"
 #include "gpulimit/server/daemon/listening_socket.h"
+#include "gpulimit/server/daemon/server_config.h"
+#include "gpulimit/server/loop/event_loop.h"
+#include "gpulimit/server/loop/ledger_reaper.h"
+#include "gpulimit/server/loop/tenant_registry.h"
 #include "gpulimit/server/metrics/metrics_endpoint.h"
+#include "gpulimit/server/metrics/status_report.h"
 #include "gpulimit/server/policy/policy.h"
 #include "gpulimit/server/result.h"
-#include "gpulimit/server/daemon/server_config.h"
-#include "gpulimit/server/metrics/status_report.h"
-#include "gpulimit/server/loop/tenant_registry.h"
+#include "gpulimit/server/scheduling/handoff_tracker.h"
 #include "gpulimit/server/scheduling/token_board.h"
 #include "gpulimit/server/scheduling/token_scheduler.h"
-#include "gpulimit/server/watcher/watcher.h"
-#include "gpulimit/server/watcher/watcher_unmanaged.h"
+#include "gpulimit/server/watcher/watchers.h"
 
 namespace gpulimit::server {
 
@@ -51,13 +49,6 @@ namespace gpulimit::server {
 inline constexpr TimeNs kHelloTimeoutNs = 5'000 * kNsPerMs;
 // Messages read from one connection before others get a turn.
 inline constexpr int kMessagesPerTurn = 16;
-
-// The BPF watcher as `config` asks: null when off, or unavailable in auto
-// mode, with the reason in `why_not` (for the server to say once it
-// serves: a server that cannot start says only why); a failure only for
-// --watch=on (watcher_events.cpp).
-Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config,
-                                                 std::string* why_not);
 
 class Server {
  public:
@@ -85,8 +76,8 @@ class Server {
   // without gpulimit (watcher_unmanaged.h), times a tenant's memory drifted
   // from the driver's account, tenant exits the BPF watcher reported first.
   uint64_t unmanaged_processes_seen() const;
-  uint64_t driver_drifts_seen() const { return drifts_seen_; }
-  uint64_t exits_seen_by_watcher() const { return exits_from_watcher_; }
+  uint64_t driver_drifts_seen() const;
+  uint64_t exits_seen_by_watcher() const;
 
  private:
   struct Connection {
@@ -116,13 +107,11 @@ class Server {
   Result<void> serve_metrics(std::unique_ptr<MetricsEndpoint> endpoint);
   void publish_metrics();
 
-  // The BPF watcher and the driver cross-check (watcher_events.cpp).
+  // The BPF watcher and the driver cross-check (watchers.h).
   Result<void> start_watching(std::unique_ptr<GpuWatcher> watcher);
-  void watch_event(const WatchEvent& event);
-  void track_tenant_process(pid_t pid);
-  void untrack_tenant_process(pid_t pid);
-  void driver_sample_ready();
-  std::vector<UnmanagedStatus> unmanaged_status() const;
+  // The BPF watcher saw `pid` exit: its connections close. False when it
+  // had none.
+  bool close_exited_tenant_process(pid_t pid);
 
   // Connections.
   void accept_connections();
@@ -132,7 +121,6 @@ class Server {
                       std::size_t size);
   bool handle_first_message(ConnectionId id, Connection& connection, const unsigned char* data,
                             std::size_t size);
-  bool handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello);
   bool handle_tenant_message(ConnectionId id, Connection& connection, protocol::Type type,
                              const unsigned char* data);
   void refuse(ConnectionId id, Connection& connection, const std::string& reason);
@@ -140,10 +128,15 @@ class Server {
   // Logs `why` once, with who the peer is, and closes.
   void drop_connection(ConnectionId id, const std::string& why);
   void close_connection(ConnectionId id);
-  void leave_tenant(ConnectionId id, Connection& connection);
-  void process_exited(pid_t pid);
   // "pid P (uid U, tenant T)", for log lines about a connection.
   std::string describe_peer(ConnectionId id) const;
+
+  // Admission and departure (admission.cpp): a Hello checked, clamped to
+  // the policy and joined to its tenant, Welcome sent; a process that left
+  // gives up its tokens and, once it has exited, has its ledger reaped.
+  bool handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello);
+  void leave_tenant(ConnectionId id, Connection& connection);
+  void process_exited(pid_t pid);
 
   // Scheduling.
   void apply_token_changes(TimeNs now);
@@ -189,16 +182,7 @@ class Server {
   TimeNs started_at_ = 0;
   std::optional<TimeNs> idle_since_;
 
-  std::unique_ptr<GpuWatcher> watcher_;      // null: no BPF watcher
-  std::unique_ptr<DriverSampler> driver_;    // null: no driver cross-check
-  std::unique_ptr<UnmanagedProcesses> unmanaged_;
-  std::string driver_error_;                 // the last one logged
-  // (tenant, GPU) pairs drifting from, or over their cap by, the driver's
-  // account: said when they start.
-  std::set<std::pair<std::string, std::string>> drifting_;
-  std::set<std::pair<std::string, std::string>> over_cap_;
-  uint64_t drifts_seen_ = 0;
-  uint64_t exits_from_watcher_ = 0;
+  std::unique_ptr<Watchers> watchers_;
 };
 
 }  // namespace gpulimit::server

@@ -1,12 +1,13 @@
 // What gpulimitd does with what the kernel-side watcher (watcher.h) and the
-// driver cross-check (driver_cross_check.h, driver_nvml.h) report: the
-// Server's side of both, kept apart from the scheduling in server.cpp.
+// driver cross-check (driver_cross_check.h, driver_nvml.h) report
+// (watchers.h), kept apart from the loop and the scheduling in server.cpp.
+#include "gpulimit/server/watcher/watchers.h"
+
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "gpulimit/server/loop/server.h"
 #include "gpulimit/shm/ledger_inspection.h"
 
 namespace gpulimit::server {
@@ -22,77 +23,72 @@ Result<std::unique_ptr<GpuWatcher>> open_watcher(const WatcherConfig& config,
   return std::unique_ptr<GpuWatcher>();
 }
 
-Result<void> Server::start_watching(std::unique_ptr<GpuWatcher> watcher) {
-  const WatcherConfig& watch = config_.watcher;
-  // A per-user server answers for its own user's processes only: another
-  // user's gpulimit jobs are another server's tenants.
-  const std::optional<uid_t> only_uid =
-      config_.mode == ServerMode::kUser ? std::optional<uid_t>(::geteuid()) : std::nullopt;
-  // Unless a test gave its own lookup: the policy file's answer for the
-  // process's user and groups, read at each sighting (SIGHUP replaces the
-  // policy), else --unmanaged.
-  WatcherConfig effective = watch;
-  if (!effective.unmanaged_policy)
-    effective.unmanaged_policy = [this](uid_t uid, gid_t gid) {
-      const UnmanagedAction otherwise = config_.watcher.unmanaged_default;
-      return policy_ ? policy_->unmanaged_action(uid, gid, otherwise) : otherwise;
-    };
-  unmanaged_ = std::make_unique<UnmanagedProcesses>(effective, machine_process_probe(), only_uid);
+Watchers::Watchers(const WatcherConfig& config, std::optional<uid_t> only_uid,
+                   const TenantRegistry& registry, TenantExited tenant_exited)
+    : config_(config),
+      registry_(registry),
+      tenant_exited_(std::move(tenant_exited)),
+      unmanaged_(config, machine_process_probe(), only_uid) {}
+
+Result<std::unique_ptr<Watchers>> Watchers::start(const WatcherConfig& config,
+                                                  std::optional<uid_t> only_uid, EventLoop& loop,
+                                                  const TenantRegistry& registry,
+                                                  TenantExited tenant_exited,
+                                                  std::unique_ptr<GpuWatcher> watcher) {
+  std::unique_ptr<Watchers> watchers(
+      new Watchers(config, only_uid, registry, std::move(tenant_exited)));
+  Watchers* const self = watchers.get();
 
   if (watcher) {
-    Result<EventLoop::WatchId> watched = loop_->watch(watcher->fd(), EPOLLIN, [this](uint32_t) {
-      watcher_->consume([this](const WatchEvent& event) { watch_event(event); });
+    Result<EventLoop::WatchId> watched = loop.watch(watcher->fd(), EPOLLIN, [self](uint32_t) {
+      self->watcher_->consume([self](const WatchEvent& event) { self->watch_event(event); });
     });
     if (!watched) return fail("watching the BPF ring buffer: " + watched.error());
-    watcher_ = std::move(watcher);
+    self->watcher_ = std::move(watcher);
     spdlog::info(
         "BPF watcher loaded: tenant exits and opens of /dev/nvidia* by other "
         "processes are reported (unmanaged: {})",
-        unmanaged_action_name(watch.unmanaged_default));
+        unmanaged_action_name(config.unmanaged_default));
   }
 
-  if (watch.cross_check_interval_ns > 0) {
+  if (config.cross_check_interval_ns > 0) {
     if (!runs_in_initial_pid_namespace()) {
       spdlog::info(
           "no driver cross-check: gpulimitd runs in a pid namespace of its own, and "
           "NVML's host pids are not its tenants' pids");
-      return {};
+      return watchers;
     }
     Result<std::unique_ptr<DriverSampler>> sampler =
-        DriverSampler::start(watch.cross_check_interval_ns);
+        DriverSampler::start(config.cross_check_interval_ns);
     if (!sampler) {
       spdlog::info("no driver cross-check: {}", sampler.error());
-      return {};
+      return watchers;
     }
     Result<EventLoop::WatchId> watched =
-        loop_->watch((*sampler)->fd(), EPOLLIN, [this](uint32_t) { driver_sample_ready(); });
+        loop.watch((*sampler)->fd(), EPOLLIN, [self](uint32_t) { self->driver_sample_ready(); });
     if (!watched) return fail("watching the driver sampler: " + watched.error());
-    driver_ = std::move(*sampler);
+    self->driver_ = std::move(*sampler);
     spdlog::info("driver cross-check every {} ms (drift threshold {} MiB)",
-                 watch.cross_check_interval_ns / kNsPerMs, watch.drift_threshold_bytes >> 20);
+                 config.cross_check_interval_ns / kNsPerMs, config.drift_threshold_bytes >> 20);
   }
-  return {};
+  return watchers;
 }
 
-uint64_t Server::unmanaged_processes_seen() const {
-  return unmanaged_ ? unmanaged_->seen() : 0;
-}
-
-void Server::track_tenant_process(pid_t pid) {
-  unmanaged_->joined(pid);
+void Watchers::tenant_joined(pid_t pid) {
+  unmanaged_.joined(pid);
   if (watcher_ && !watcher_->track(pid))
     spdlog::warn("pid {}: cannot add it to the BPF watcher's tenant map", pid);
 }
 
-void Server::untrack_tenant_process(pid_t pid) {
+void Watchers::tenant_left(pid_t pid) {
   if (watcher_) watcher_->untrack(pid);
 }
 
-void Server::watch_event(const WatchEvent& event) {
+void Watchers::watch_event(const WatchEvent& event) {
   if (event.kind == WatchEvent::Kind::kOpen) {
     spdlog::debug("watcher: pid {} ({}, uid {}) opened {}", event.pid, event.command, event.uid,
                   event.path);
-    unmanaged_->sighted(
+    unmanaged_.sighted(
         {event.pid, event.uid, event.gid, event.start_ticks, event.command, event.path},
         EventLoop::now());
     return;
@@ -101,19 +97,10 @@ void Server::watch_event(const WatchEvent& event) {
   // (whichever comes first; the second finds nothing left to do). Its
   // ledger is recounted when the pidfd fires: the process closes its files,
   // and with them its liveness locks, only after this tracepoint.
-  std::vector<ConnectionId> gone;
-  for (const auto& [id, connection] : connections_)
-    if (connection.role == Connection::Role::kTenantProcess && connection.peer.pid == event.pid)
-      gone.push_back(id);
-  if (gone.empty()) return;
-  ++exits_from_watcher_;
-  for (const ConnectionId id : gone) {
-    spdlog::debug("{} exited (reported by the BPF exit event)", describe_peer(id));
-    close_connection(id);
-  }
+  if (tenant_exited_(event.pid)) ++exits_from_watcher_;
 }
 
-void Server::driver_sample_ready() {
+void Watchers::driver_sample_ready() {
   std::string error;
   std::optional<std::vector<DriverDeviceSample>> sample = driver_->take(error);
   if (!sample) {
@@ -142,8 +129,7 @@ void Server::driver_sample_ready() {
         view.devices.push_back({format_gpu_uuid(device.uuid), device.used, device.cap});
     tenants.push_back(std::move(view));
   }
-  const CrossCheckFindings findings =
-      cross_check(*sample, tenants, config_.watcher.drift_threshold_bytes);
+  const CrossCheckFindings findings = cross_check(*sample, tenants, config_.drift_threshold_bytes);
 
   // Drift and over-cap are logged when they start; again only after they
   // have ended and start anew.
@@ -161,7 +147,7 @@ void Server::driver_sample_ready() {
   for (const CrossCheckFindings::OverCap& over : findings.over_cap) {
     over_cap.emplace(over.tenant, over.uuid);
     if (over_cap_.contains({over.tenant, over.uuid})) continue;
-    const UnmanagedAction action = unmanaged_->action_for(over.uid, over.gid);
+    const UnmanagedAction action = unmanaged_.action_for(over.uid, over.gid);
     if (action == UnmanagedAction::kAllow) continue;
     spdlog::warn("tenant {} on {}: the driver counts {} MiB, over its cap of {} MiB{}", over.tenant,
                  over.uuid, over.driver_bytes >> 20, over.cap >> 20,
@@ -179,15 +165,14 @@ void Server::driver_sample_ready() {
     std::optional<UnmanagedSighting> process = describe_process(stranger.pid);
     if (!process) continue;  // gone since
     process->device = stranger.uuid;
-    unmanaged_->sighted(*process, now);
+    unmanaged_.sighted(*process, now);
   }
-  unmanaged_->forget_gone();
+  unmanaged_.forget_gone();
 }
 
-std::vector<UnmanagedStatus> Server::unmanaged_status() const {
+std::vector<UnmanagedStatus> Watchers::unmanaged_status() const {
   std::vector<UnmanagedStatus> entries;
-  if (!unmanaged_) return entries;
-  for (const UnmanagedProcess& process : unmanaged_->list())
+  for (const UnmanagedProcess& process : unmanaged_.list())
     entries.push_back({process.pid, process.uid, process.user, process.command, process.device});
   return entries;
 }

@@ -1,0 +1,230 @@
+// Tenant admission and departure, the Server's side of a tenant process's
+// life: its Hello checked (hello_validation.h), its limits clamped to the
+// policy (limits_policy.h), its devices published on the board, the
+// process joined to its tenant (tenant_registry.h) and welcomed; and when
+// its connection closes, its tokens and pending handoffs given up and, once
+// the kernel says it has exited, its ledger reaped (ledger_reaper.h).
+#include <poll.h>
+#include <pwd.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "gpulimit/server/loop/hello_validation.h"
+#include "gpulimit/server/loop/server.h"
+#include "gpulimit/server/metrics/process_command.h"
+#include "gpulimit/server/policy/limits_policy.h"
+#include "gpulimit/shm/tenant_ledger.h"
+
+namespace gpulimit::server {
+namespace {
+
+int pidfd_open(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+std::string user_name(uid_t uid) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
+    return found->pw_name;
+  return std::to_string(uid);
+}
+
+// Whether the peer of a connected socket has closed its end.
+bool hung_up(int fd) {
+  pollfd probe{fd, POLLIN, 0};
+  return ::poll(&probe, 1, 0) == 1 && (probe.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace
+
+bool Server::handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello) {
+  Result<TenantRequest> request = validate_hello(hello, connection.peer.pid);
+  if (!request) {
+    refuse(id, connection, request.error());
+    return false;
+  }
+  std::vector<DeviceMemoryRequest> memory;
+  for (std::size_t i = 0; i < request->uuids.size(); ++i)
+    memory.push_back({request->uuids[i], hello.memory_requested[i], hello.memory_total[i]});
+  const Result<Grant> grant = clamp_to_policy(
+      policy_.get(), identify(connection.peer.uid, connection.peer.gid), request->share, memory);
+  if (!grant) {
+    refuse(id, connection, grant.error());
+    return false;
+  }
+  const ComputeShare* share = &grant->share;
+
+  protocol::Welcome welcome = protocol::make<protocol::Welcome>();
+  std::vector<DeviceIndex> devices;
+  for (std::size_t i = 0; i < request->uuids.size(); ++i) {
+    Result<DeviceIndex> published = board_->publish(request->uuids[i]);
+    if (!published) {
+      refuse(id, connection, published.error());
+      return false;
+    }
+    welcome.board_device[i] = *published;
+    devices.push_back(*published);
+  }
+  welcome.device_count = static_cast<uint32_t>(request->uuids.size());
+  for (std::size_t i = 0; i < grant->memory_cap.size(); ++i)
+    welcome.memory_cap[i] = grant->memory_cap[i];
+
+  // The pidfd is opened from the kernel's pid; if that process died and its
+  // pid was reused since it connected, its end of the socket is closed.
+  const int pidfd = pidfd_open(connection.peer.pid);
+  if (pidfd < 0 || hung_up(connection.fd)) {
+    if (pidfd >= 0) ::close(pidfd);
+    spdlog::debug("{} left before it was welcomed", describe_peer(id));
+    close_connection(id);
+    return false;
+  }
+
+  JoiningProcess joining;
+  joining.connection = id;
+  joining.pid = connection.peer.pid;
+  joining.uid = connection.peer.uid;
+  joining.gid = connection.peer.gid;
+  joining.tenant_id = request->tenant;
+  joining.share = *share;
+  joining.devices = devices;
+  joining.ledger_path =
+      shm::TenantLedger::path_for(request->ledger_dir, connection.peer.uid, request->tenant);
+  if (!registry_.find(connection.peer.uid, request->tenant)) {
+    joining.user = user_name(connection.peer.uid);
+    joining.command = process_command(connection.peer.pid);
+  }
+  const std::optional<JoinOutcome> joined = registry_.join(joining);
+  if (!joined) {
+    ::close(pidfd);
+    refuse(id, connection, "gpulimitd has run out of tenant numbers; restart it");
+    return false;
+  }
+  connection.role = Connection::Role::kTenantProcess;
+  connection.pidfd = pidfd;
+  const pid_t pid = connection.peer.pid;
+  if (config_.watcher.pidfd_exits) {
+    Result<EventLoop::WatchId> watched = loop_->watch(pidfd, EPOLLIN, [this, id](uint32_t) {
+      const auto found = connections_.find(id);
+      if (found == connections_.end()) return;
+      spdlog::debug("{} exited", describe_peer(id));
+      close_connection(id);
+    });
+    if (watched) connection.pidfd_watch = *watched;
+  }
+  watchers_->tenant_joined(pid);
+
+  const TenantRecord& tenant = *registry_.tenant(joined->tenant);
+  if (joined->new_tenant) {
+    scheduler_.add_tenant(tenant.number, tenant.share);
+    asked_shares_[tenant.number] = request->share;
+    // Said once per tenant: its first process prints it (the library).
+    if (!grant->notice.empty()) {
+      std::strncpy(welcome.notice, grant->notice.c_str(), sizeof welcome.notice - 1);
+      spdlog::info("tenant {}: {}", tenant.id, grant->notice);
+    }
+    std::string caps;  // "device 0 10G, device 1 uncapped"
+    for (std::size_t i = 0; i < devices.size() && i < grant->memory_cap.size(); ++i)
+      caps += (caps.empty() ? "device " : ", device ") + std::to_string(devices[i]) + " " +
+              (grant->memory_cap[i] ? format_size(grant->memory_cap[i]) : "uncapped");
+    spdlog::info(
+        "tenant {} (#{}, user {}, uid {}, pid {}) joined: memory {}, sm {}, weight {}, priority {}",
+        tenant.id, tenant.number, tenant.user, connection.peer.uid, pid,
+        caps.empty() ? std::string("no device") : caps,
+        tenant.share.sm_percent ? std::to_string(tenant.share.sm_percent) + " %"
+                                : std::string("uncapped"),
+        tenant.share.weight, priority_name(tenant.share.priority));
+  } else if (joined->share_differs) {
+    spdlog::info(
+        "pid {} asked for other limits than tenant {} has (sm {}, weight {}, priority "
+        "{}); it shares the tenant's",
+        pid, tenant.id, share->sm_percent, share->weight, priority_name(share->priority));
+  }
+  welcome.tenant_number = tenant.number;
+  if (!protocol::send_message(connection.fd, &welcome, sizeof welcome,
+                              board_->read_only_descriptor())) {
+    drop_connection(id, std::string("cannot be sent its Welcome: ") + std::strerror(errno));
+    return false;
+  }
+  spdlog::debug("pid {} joined tenant {} (#{}), {} GPU(s)", pid, tenant.id, tenant.number,
+                devices.size());
+  return true;
+}
+
+void Server::leave_tenant(ConnectionId id, Connection& connection) {
+  const TimeNs now = EventLoop::now();
+  std::optional<LeaveOutcome> left = registry_.leave(id);
+  if (!left) return;
+  watchers_->tenant_left(connection.peer.pid);
+  const TenantNumber tenant = left->tenant;
+  for (const DeviceIndex device : left->process.devices)
+    if (handoffs_.process_left(device, id)) scheduler_.holder_drained(tenant, device, now);
+  for (const DeviceIndex device : left->devices_left)
+    scheduler_.leave_device(tenant, device, now);
+  for (const DeviceIndex device : left->wants_dropped)
+    scheduler_.set_wanting(tenant, device, false, now);
+  if (left->tenant_gone) {
+    left_tenants_[tenant] = left->tenant_id;
+    scheduler_.remove_tenant(tenant, now);
+    asked_shares_.erase(tenant);
+    spdlog::info("tenant {} (#{}) left: its last process, pid {}, is gone", left->tenant_id, tenant,
+                 connection.peer.pid);
+  } else {
+    for (const DeviceIndex device : left->process.devices) {
+      if (scheduler_.holder(device) != tenant || scheduler_.revoked(device)) continue;
+      if (handoffs_.all_idle(device, registry_.processes_seeing(tenant, device)))
+        scheduler_.holder_idle(tenant, device, now);
+    }
+  }
+
+  // The ledger is reaped once the kernel says the process is gone (its
+  // pidfd), when the dead process's ledger lock is surely released.
+  const pid_t pid = connection.peer.pid;
+  if (connection.pidfd < 0) {
+    reaper_.request(left->process.ledger_path, connection.peer.uid, connection.peer.gid, now,
+                    connection.peer.pid);
+    return;
+  }
+  const auto [found, created] = departed_.try_emplace(pid);
+  Departed& departed = found->second;
+  departed.ledger_paths.push_back(left->process.ledger_path);
+  if (!created) {
+    ::close(connection.pidfd);  // the pid is watched already
+    return;
+  }
+  departed.pidfd = connection.pidfd;
+  departed.uid = connection.peer.uid;
+  departed.gid = connection.peer.gid;
+  Result<EventLoop::WatchId> watched =
+      loop_->watch(departed.pidfd, EPOLLIN, [this, pid](uint32_t) { process_exited(pid); });
+  if (watched) {
+    departed.watch = *watched;
+  } else {
+    process_exited(pid);
+  }
+}
+
+void Server::process_exited(pid_t pid) {
+  const auto found = departed_.find(pid);
+  if (found == departed_.end()) return;
+  Departed departed = std::move(found->second);
+  departed_.erase(found);
+  if (departed.watch) loop_->unwatch(departed.watch);
+  ::close(departed.pidfd);
+  const TimeNs now = EventLoop::now();
+  std::sort(departed.ledger_paths.begin(), departed.ledger_paths.end());
+  departed.ledger_paths.erase(
+      std::unique(departed.ledger_paths.begin(), departed.ledger_paths.end()),
+      departed.ledger_paths.end());
+  for (const std::string& path : departed.ledger_paths)
+    reaper_.request(path, departed.uid, departed.gid, now, pid);
+}
+
+}  // namespace gpulimit::server
