@@ -40,7 +40,7 @@ constexpr std::array kFamilies = {
     Family{"gpulimit_oom_denials_total", "counter",
            "Allocations refused because they would pass the tenant's memory cap"},
     Family{"gpulimit_share_target", "gauge",
-           "The tenant's policy share of the device under the current demand"},
+           "The tenant's target share of the device under the current demand"},
     Family{"gpulimit_share_achieved", "gauge",
            "The tenant's share of the device's time over the last 10 s"},
 };

@@ -312,8 +312,8 @@ def percent(value):
 def share_targets(tenants):
     """The share of a fully wanted device each tenant is to get: weights
     divide the time, no tenant above its cap, and what a capped tenant
-    leaves goes to the others by their weights (gpulimitd's policy, without
-    priorities). `tenants`: name -> (weight, cap fraction or None)."""
+    leaves goes to the others by their weights (gpulimitd's scheduling
+    rules, without priorities). `tenants`: name -> (weight, cap fraction or None)."""
     targets = {}
     remaining = 1.0
     active = dict(tenants)

@@ -29,7 +29,7 @@ from common import (Deadline, Machine, Running, Server, Suite, emit, figure, gpu
 TOLERANCE = 0.03  # ±3 percentage points
 MILLISECOND = 1_000_000
 
-# name, flags, kind ("eager" or "graph"), weight and cap as the policy sees them
+# name, flags, kind ("eager" or "graph"), weight and cap as the scheduler sees them
 SCENARIOS = [
     ("two_equal", "two tenants, weights 1:1", [
         ("a", ["--weight", "1"], "eager", 1, None),

@@ -1,4 +1,4 @@
-// The policy's target shares under a given demand.
+// The target shares the scheduling rules give under a given demand.
 #include <gtest/gtest.h>
 
 #include "gpulimit/server/scheduling/share_targets.h"

@@ -1,4 +1,4 @@
-// The scheduling policy, driven with made-up times: no clock, no sleeping.
+// The scheduling rules, driven with made-up times: no clock, no sleeping.
 #include <gtest/gtest.h>
 
 #include <map>

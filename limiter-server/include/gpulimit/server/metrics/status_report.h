@@ -14,8 +14,8 @@
 //                          "oom_denials":N|null}]}]}
 //
 // share_achieved: time held over wall time in the last 10 s (or since the
-// tenant first wanted the device); share_target: the policy's share under
-// the current demand (share_targets.h). command: the tenant's first
+// tenant first wanted the device); share_target: the share the scheduling
+// rules give it under the current demand (share_targets.h). command: the tenant's first
 // process's command line (process_command.h). wait_ns, grants, revokes,
 // overruns: tenant_statistics.h. oom_denials: reservations its ledger
 // refused at the cap; null where memory_cap is.

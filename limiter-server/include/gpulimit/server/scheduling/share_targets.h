@@ -1,5 +1,6 @@
 // What share of a device each tenant should get under the current demand:
-// the policy's target, shown by `gpulimit status` beside the share achieved.
+// the scheduling rules' target, shown by `gpulimit status` beside the share
+// achieved.
 #pragma once
 
 #include <vector>

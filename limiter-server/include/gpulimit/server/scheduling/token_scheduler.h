@@ -1,5 +1,5 @@
 // Who holds each device's token, and when it changes hands: the scheduling
-// policy of gpulimitd, as pure logic. No system call, no clock: every call
+// rules of gpulimitd, as pure logic. No system call, no clock: every call
 // takes the time `now`, and the changes it decides are taken out with
 // take_changes() for the event loop to write to the board. Unit tests drive
 // it with made-up times.
@@ -94,7 +94,7 @@ struct TokenChange {
 struct DeviceShareFigures {
   TimeNs held_ns = 0;         // held in total, the running hold included
   double share_achieved = 0;  // held / wall time over the share window
-  double share_target = 0;    // the policy's target under current demand
+  double share_target = 0;    // the rules' target under current demand
 };
 
 class TokenScheduler {
@@ -103,7 +103,7 @@ class TokenScheduler {
 
   const SchedulerSettings& settings() const { return settings_; }
 
-  // A tenant and its policy, before it wants anything.
+  // A tenant and its share, before it wants anything.
   void add_tenant(TenantNumber tenant, const ComputeShare& share);
   // The tenant's share changes (a policy reload): time held so far is
   // charged under the old share, from `now` on under the new one; a hard
