@@ -8,7 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 #include "real_driver.h"
 
 namespace gpulimit {

@@ -33,7 +33,7 @@
 
 #include "accounting.h"
 #include "launch_gate.h"
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 
 using namespace gpulimit;
 

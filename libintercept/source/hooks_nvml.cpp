@@ -10,7 +10,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 #include "real_driver.h"
 #include "tenant.h"
 

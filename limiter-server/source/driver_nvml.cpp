@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 
 namespace gpulimit::server {
 

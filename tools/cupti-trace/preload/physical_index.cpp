@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "diagnostics.h"
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 
 namespace gpulimit::cupti_trace {
 namespace {
