@@ -30,9 +30,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "accounting.h"
+#include "gate/launch_gate.h"
 #include "gpulimit/nvidia/nvml_library.h"
-#include "launch_gate.h"
+#include "memory/accounting.h"
 
 using namespace gpulimit;
 

@@ -1,4 +1,4 @@
-#include "hook_table.h"
+#include "lookup/hook_table.h"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "gpulimit/nvidia/nvml_subset.h"
-#include "real_driver.h"
+#include "lookup/real_driver.h"
 
 namespace gpulimit {
 

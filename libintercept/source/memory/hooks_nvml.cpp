@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "gpulimit/nvidia/nvml_library.h"
-#include "real_driver.h"
-#include "tenant.h"
+#include "lookup/real_driver.h"
+#include "memory/tenant.h"
 
 namespace {
 
