@@ -47,7 +47,7 @@ class EndToEnd : public ::testing::Test {
   // Spinners, one per tenant, started together; each launches 1 ms kernels
   // on 2 streams for `seconds`. Returns once all have finished.
   std::map<std::string, pid_t> run_spinners(const std::vector<Tenant>& tenants, int seconds) {
-    std::map<std::string, pid_t> pids;
+    std::map<std::string, gpulimit::testing::Process> spinners;
     for (const Tenant& tenant : tenants) {
       std::vector<std::string> environment = {
           "LD_PRELOAD=" GPULIMIT_LIBRARY_PATH,
@@ -60,13 +60,16 @@ class EndToEnd : public ::testing::Test {
           "ASAN_OPTIONS=verify_asan_link_order=0",
       };
       environment.insert(environment.end(), tenant.limits.begin(), tenant.limits.end());
-      pids[tenant.name] =
+      spinners[tenant.name] =
           spawn_program({WORKLOAD_SPINNER_PATH, "--seconds", std::to_string(seconds), "--kernel-ns",
                          "1000000", "--streams", "2", "--batch", "2"},
                         environment, dir_.path() + "/" + tenant.name + ".out");
     }
-    for (const auto& [name, pid] : pids)
-      EXPECT_EQ(wait_for_program(pid, kSpinnerTimeout), 0) << output_of(name) << server_->log();
+    std::map<std::string, pid_t> pids;
+    for (auto& [name, spinner] : spinners) {
+      EXPECT_EQ(wait_for_program(spinner, kSpinnerTimeout), 0) << output_of(name) << server_->log();
+      pids[name] = spinner.pid();
+    }
     return pids;
   }
 

@@ -88,10 +88,10 @@ class Policy : public ::testing::Test {
   // Runs the allocator as tenant `tenant` up to 3 GiB in 64 MiB chunks; its output.
   std::string run_allocator(const std::string& tenant, const std::vector<std::string>& limits) {
     const std::string output = dir_.path() + "/" + tenant + ".out";
-    const pid_t pid = spawn_program(
+    gpulimit::testing::Process allocator = spawn_program(
         {WORKLOAD_ALLOCATOR_PATH, "--path", "linear", "--target", "3G", "--chunk", "64M"},
         tenant_environment(tenant, limits), output);
-    EXPECT_EQ(wait_for_program(pid, kProgramTimeout), 0) << read_file(output) << server_->log();
+    EXPECT_EQ(wait_for_program(allocator, kProgramTimeout), 0) << read_file(output) << server_->log();
     return read_file(output);
   }
 
@@ -138,7 +138,7 @@ TEST_F(Policy, TheNoticeIsPrintedByTheTenantsFirstProcessOnly) {
   write_policy(my_entry() + "max_memory = \"1G\"\n");
   start_server();
   const std::string first_output = dir_.path() + "/first.out";
-  const pid_t first =
+  gpulimit::testing::Process first =
       spawn_program({WORKLOAD_ALLOCATOR_PATH, "--path", "linear", "--target", "3G", "--chunk",
                      "64M", "--hold", "60"},
                     tenant_environment("shared", {"GPULIMIT_MEM=2G"}), first_output);
@@ -148,7 +148,7 @@ TEST_F(Policy, TheNoticeIsPrintedByTheTenantsFirstProcessOnly) {
     std::this_thread::sleep_for(milliseconds(20));
 
   const std::string second = run_allocator("shared", {"GPULIMIT_MEM=2G"});
-  kill(first, SIGKILL);
+  first.signal(SIGKILL);
   wait_for_program(first, kProgramTimeout);
 
   EXPECT_EQ(value_of(read_file(first_output), "bytes"), std::to_string(1024 * kMiB))
@@ -186,14 +186,14 @@ TEST_F(Policy, SmWeightAndPriorityAboveTheMaximaAreLowered) {
   write_policy(my_entry() + "max_sm = 30\nmax_weight = 2\nmax_priority = \"normal\"\n");
   start_server();
   const std::string output = dir_.path() + "/spinner.out";
-  const pid_t spinner = spawn_program(
+  gpulimit::testing::Process spinner = spawn_program(
       {WORKLOAD_SPINNER_PATH, "--seconds", "30", "--kernel-ns", "1000000"},
       tenant_environment("greedy",
                          {"GPULIMIT_SM=80", "GPULIMIT_WEIGHT=5", "GPULIMIT_PRIORITY=high"}),
       output);
 
   const nlohmann::json tenant = wait_for_tenant("greedy");
-  kill(spinner, SIGKILL);
+  spinner.signal(SIGKILL);
   wait_for_program(spinner, kProgramTimeout);
 
   ASSERT_FALSE(tenant.is_null()) << read_file(output) << server_->log();
