@@ -15,7 +15,6 @@
 #include <cstring>
 #include <thread>
 
-#include "gpulimit/testing/child_process.h"
 #include "gpulimit/testing/pipe_io.h"
 
 extern char** environ;
@@ -87,6 +86,19 @@ bool open_stream(const Stream& stream, int which, Plumbing& plumbing) {
   return true;
 }
 
+// What `fd` has until its end.
+std::string read_to_end(int fd) {
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.append(chunk, static_cast<size_t>(got));
+  }
+  return text;
+}
+
 // In a forked child: closes every descriptor but stdio and `keep_a`,
 // `keep_b`.
 void close_inherited(int keep_a, int keep_b) {
@@ -143,7 +155,7 @@ int ExitStatus::signal() const {
   return WTERMSIG(wait_status);
 }
 int ExitStatus::shell() const {
-  return shell_status(wait_status);
+  return exited() ? code() : 128 + signal();
 }
 
 Process::Process(const Launch& launch) {
@@ -334,16 +346,12 @@ std::string Process::expect(std::string_view prefix, std::chrono::milliseconds t
   return next_line(from_child_, buffered_, prefix, timeout);
 }
 
+std::string Process::read_stdout_to_end() {
+  return std::exchange(buffered_, {}) + read_to_end(from_child_);
+}
+
 std::string Process::read_stderr_to_end() {
-  std::string text;
-  char chunk[1024];
-  for (;;) {
-    const ssize_t got = ::read(errors_from_child_, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    text.append(chunk, static_cast<size_t>(got));
-  }
-  return text;
+  return read_to_end(errors_from_child_);
 }
 
 void Process::signal(int signal) {

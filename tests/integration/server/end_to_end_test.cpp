@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "gpulimit/trace/trace.h"
 #include "server_process.h"
@@ -49,16 +50,9 @@ class EndToEnd : public ::testing::Test {
   std::map<std::string, pid_t> run_spinners(const std::vector<Tenant>& tenants, int seconds) {
     std::map<std::string, gpulimit::testing::Process> spinners;
     for (const Tenant& tenant : tenants) {
-      std::vector<std::string> environment = {
-          "LD_PRELOAD=" GPULIMIT_LIBRARY_PATH,
-          "LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR,
-          "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state",
-          "FAKECUDA_TRACE=" + dir_.path() + "/trace",
-          "GPULIMIT_SOCKET=" + server_->socket(),
-          "GPULIMIT_TENANT=" + tenant.name,
-          "GPULIMIT_LEDGER_DIR=" + dir_.path(),
-          "ASAN_OPTIONS=verify_asan_link_order=0",
-      };
+      std::vector<std::string> environment = gpulimit::testing::assignments(
+          gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant.name), "GPULIMIT_SOCKET",
+               server_->socket()));
       environment.insert(environment.end(), tenant.limits.begin(), tenant.limits.end());
       spinners[tenant.name] =
           spawn_program({WORKLOAD_SPINNER_PATH, "--seconds", std::to_string(seconds), "--kernel-ns",
@@ -82,7 +76,7 @@ class EndToEnd : public ::testing::Test {
 
   // The trace's report over the time every one of `pids` was running kernels.
   trace::Report report_while_all_ran(const std::map<std::string, pid_t>& pids) {
-    const trace::ParseResult loaded = trace::load(dir_.path() + "/trace");
+    const trace::ParseResult loaded = trace::load(machine_.trace_path());
     EXPECT_TRUE(loaded) << loaded.error().message();
     if (!loaded) return {};
     trace::AnalysisOptions options;
@@ -106,6 +100,7 @@ class EndToEnd : public ::testing::Test {
   }
 
   gpulimit::testing::TemporaryDirectory dir_;
+  gpulimit::testing::SimulatedMachine machine_;
   std::unique_ptr<ServerProcess> server_;
 };
 

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "server_process.h"
 #include "test_client.h"
@@ -69,18 +70,10 @@ class Policy : public ::testing::Test {
   // `limits` (GPULIMIT_*=VALUE) added.
   std::vector<std::string> tenant_environment(const std::string& tenant,
                                               const std::vector<std::string>& limits) const {
-    std::vector<std::string> environment = {
-        "LD_PRELOAD=" GPULIMIT_LIBRARY_PATH,
-        "LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR,
-        "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state",
-        "FAKECUDA_MEM=4G",
-        // Contexts take nothing: what a test allocates is all a tenant is charged.
-        "FAKECUDA_CTX_MEM=0",
-        "GPULIMIT_SOCKET=" + server_->socket(),
-        "GPULIMIT_TENANT=" + tenant,
-        "GPULIMIT_LEDGER_DIR=" + dir_.path(),
-        "ASAN_OPTIONS=verify_asan_link_order=0",
-    };
+    // Contexts take nothing: what a test allocates is all a tenant is charged.
+    std::vector<std::string> environment = gpulimit::testing::assignments(
+        gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant), "GPULIMIT_SOCKET",
+             server_->socket()));
     environment.insert(environment.end(), limits.begin(), limits.end());
     return environment;
   }
@@ -120,6 +113,7 @@ class Policy : public ::testing::Test {
   }
 
   gpulimit::testing::TemporaryDirectory dir_;
+  gpulimit::testing::SimulatedMachine machine_;
   std::unique_ptr<ServerProcess> server_;
 };
 

@@ -130,7 +130,9 @@ class Process {
   // The next line of its stdout that starts with `prefix` (lines before it
   // are dropped); "" at end of output or after `timeout`.
   std::string expect(std::string_view prefix, std::chrono::milliseconds timeout);
-  // Everything left on its stderr pipe, up to the end (the writers' close).
+  // Everything left on its stdout or stderr pipe, up to the end (when every
+  // writer has closed it).
+  std::string read_stdout_to_end();
   std::string read_stderr_to_end();
 
   void signal(int signal);
