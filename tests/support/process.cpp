@@ -78,9 +78,9 @@ bool open_stream(const Stream& stream, int which, Plumbing& plumbing) {
       break;
   }
   if (child < 0) {
-    plumbing.problem = (stream.path.empty() ? std::string("stream ") + std::to_string(which)
-                                            : stream.path) +
-                       ": " + std::strerror(errno);
+    plumbing.problem =
+        (stream.path.empty() ? std::string("stream ") + std::to_string(which) : stream.path) +
+        ": " + std::strerror(errno);
     return false;
   }
   return true;

@@ -9,6 +9,8 @@
 //
 // STAND_IN_SERVER_MODE=never-listen: never listens (a server that hangs
 // while starting); =exit: exits with status 3 at once.
+#include "gpulimit/testing/stand_in_server.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,13 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <thread>
-
-#include "gpulimit/testing/stand_in_server.h"
 
 namespace {
 

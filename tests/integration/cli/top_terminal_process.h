@@ -55,7 +55,7 @@ class TerminalProcess {
 
   gpulimit::testing::Process process_;
   int master_ = -1;  // process_'s
-  int slave_ = -1;  // kept open, so the terminal outlives the program
+  int slave_ = -1;   // kept open, so the terminal outlives the program
   termios initial_{};
   std::string output_;
 };

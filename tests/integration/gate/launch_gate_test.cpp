@@ -77,9 +77,7 @@ class LaunchGate : public testing::Test {
     return probe;
   }
 
-  std::vector<TracedKernel> traced_kernels(pid_t pid) const {
-    return machine_.traced_kernels(pid);
-  }
+  std::vector<TracedKernel> traced_kernels(pid_t pid) const { return machine_.traced_kernels(pid); }
 
   static auto from(pid_t pid, Type type) {
     return [pid, type](const Received& r) { return r.peer == pid && r.type == type; };

@@ -4,7 +4,6 @@
 
 #include <charconv>
 
-
 namespace ledger_test {
 namespace {
 

@@ -51,8 +51,8 @@ class EndToEnd : public ::testing::Test {
     std::map<std::string, gpulimit::testing::Process> spinners;
     for (const Tenant& tenant : tenants) {
       std::vector<std::string> environment = gpulimit::testing::assignments(
-          gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant.name), "GPULIMIT_SOCKET",
-               server_->socket()));
+          gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant.name),
+                                  "GPULIMIT_SOCKET", server_->socket()));
       environment.insert(environment.end(), tenant.limits.begin(), tenant.limits.end());
       spinners[tenant.name] =
           spawn_program({WORKLOAD_SPINNER_PATH, "--seconds", std::to_string(seconds), "--kernel-ns",

@@ -72,8 +72,8 @@ class Policy : public ::testing::Test {
                                               const std::vector<std::string>& limits) const {
     // Contexts take nothing: what a test allocates is all a tenant is charged.
     std::vector<std::string> environment = gpulimit::testing::assignments(
-        gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant), "GPULIMIT_SOCKET",
-             server_->socket()));
+        gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant),
+                                "GPULIMIT_SOCKET", server_->socket()));
     environment.insert(environment.end(), limits.begin(), limits.end());
     return environment;
   }
@@ -84,7 +84,8 @@ class Policy : public ::testing::Test {
     gpulimit::testing::Process allocator = spawn_program(
         {WORKLOAD_ALLOCATOR_PATH, "--path", "linear", "--target", "3G", "--chunk", "64M"},
         tenant_environment(tenant, limits), output);
-    EXPECT_EQ(wait_for_program(allocator, kProgramTimeout), 0) << read_file(output) << server_->log();
+    EXPECT_EQ(wait_for_program(allocator, kProgramTimeout), 0)
+        << read_file(output) << server_->log();
     return read_file(output);
   }
 

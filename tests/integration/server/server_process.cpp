@@ -64,8 +64,7 @@ std::string ServerProcess::log() const {
 }
 
 Process spawn_program(const std::vector<std::string>& args,
-                      const std::vector<std::string>& environment,
-                      const std::string& output_path) {
+                      const std::vector<std::string>& environment, const std::string& output_path) {
   Launch launch;
   launch.argv = args;
   launch.environment = environment;

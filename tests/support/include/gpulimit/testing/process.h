@@ -80,7 +80,7 @@ struct ExitStatus {
   int wait_status = 0;
 
   bool exited() const;
-  int code() const;    // the exit code, if exited()
+  int code() const;  // the exit code, if exited()
   bool signaled() const;
   int signal() const;  // the signal that ended it, if signaled()
   // As a shell reports it: the exit code, or 128 + the signal.
