@@ -3,13 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <utmp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -362,17 +365,35 @@ std::optional<ExitStatus> Process::wait_for_exit(std::chrono::milliseconds timeo
   if (!started()) return std::nullopt;
   if (reaped()) return status_;
   const auto deadline = Clock::now() + timeout;
+  // A pidfd becomes readable when the process ends: the wait sleeps until
+  // then, not in steps (where pidfds are missing, it polls every ms).
+  int pidfd = -1;
+  bool pidfd_tried = false;
+  std::optional<ExitStatus> ended;
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid_, &status, WNOHANG);
     if (done == pid_) {
-      status_ = ExitStatus{status};
-      return status_;
+      ended = status_ = ExitStatus{status};
+      break;
     }
-    if (done < 0 && errno != EINTR) return std::nullopt;
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (done < 0 && errno != EINTR) break;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    if (!pidfd_tried) {
+      pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+      pidfd_tried = true;
+    }
+    if (pidfd >= 0) {
+      pollfd ended_fd{pidfd, POLLIN, 0};
+      ::poll(&ended_fd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
+  if (pidfd >= 0) ::close(pidfd);
+  return ended;
 }
 
 ExitStatus Process::wait() {
