@@ -60,8 +60,8 @@ class WorkloadProcess {
                   const Environment& environment);
   WorkloadProcess(const WorkloadProcess&) = delete;
   WorkloadProcess& operator=(const WorkloadProcess&) = delete;
-  // Kills the process if it still runs (process_ goes first); its output
-  // files go with output_.
+  // Going, it kills the process if it still runs (process_ goes before
+  // output_, which takes the output files with it).
 
   bool started() const { return process_.started(); }
   pid_t pid() const { return process_.pid(); }

@@ -23,7 +23,7 @@ class HammerProcess {
                 const std::vector<std::string>& options = {});
   HammerProcess(const HammerProcess&) = delete;
   HammerProcess& operator=(const HammerProcess&) = delete;
-  // Kills the process if it still runs (process_ does).
+  // Going, it kills the process if it still runs.
 
   pid_t pid() const { return process_.pid(); }
 

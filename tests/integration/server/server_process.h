@@ -21,7 +21,7 @@ class ServerProcess {
   ServerProcess(const std::string& dir, const std::vector<std::string>& options = {});
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
-  // SIGKILLed if still running (process_ does).
+  // Going, it SIGKILLs the server if it still runs.
 
   const std::string& socket() const { return socket_; }
   pid_t pid() const { return process_.pid(); }
