@@ -187,6 +187,7 @@ Process::Process(const Launch& launch) {
     }
     ::fcntl(master, F_SETFD, FD_CLOEXEC);
     ::fcntl(terminal, F_SETFD, FD_CLOEXEC);
+    ::tcgetattr(terminal, &terminal_at_start_);
   } else if (!open_stream(launch.in, STDIN_FILENO, plumbing) ||
              !open_stream(launch.out, STDOUT_FILENO, plumbing) ||
              !open_stream(launch.err, STDERR_FILENO, plumbing)) {
@@ -227,11 +228,12 @@ Process::Process(const Launch& launch) {
     ::_exit(127);
   }
   ::close(exec_error[1]);
-  if (terminal >= 0) ::close(terminal);
+  terminal_ = terminal;
   if (pid < 0) {
     ADD_FAILURE() << "fork: " << std::strerror(errno);
     ::close(exec_error[0]);
     close_if_open(master);
+    close_if_open(terminal_);
     for (int& fd : plumbing.parent)
       close_if_open(fd);
     return;
@@ -299,6 +301,8 @@ Process& Process::operator=(Process&& other) noexcept {
   to_child_ = std::exchange(other.to_child_, -1);
   from_child_ = std::exchange(other.from_child_, -1);
   errors_from_child_ = std::exchange(other.errors_from_child_, -1);
+  terminal_ = std::exchange(other.terminal_, -1);
+  terminal_at_start_ = other.terminal_at_start_;
   buffered_ = std::move(other.buffered_);
   return *this;
 }
@@ -313,6 +317,7 @@ void Process::close_all() {
   close_if_open(to_child_);
   close_if_open(from_child_);
   close_if_open(errors_from_child_);
+  close_if_open(terminal_);
 }
 
 void Process::reap_blocking() {

@@ -25,15 +25,10 @@ TerminalProcess::TerminalProcess(const std::string& program, const std::vector<s
   if (!process_.started()) return;
   master_ = process_.stdout_fd();
   fcntl(master_, F_SETFL, fcntl(master_, F_GETFL) | O_NONBLOCK);
-  // The parent's own handle on the terminal, for its settings after the
-  // program is gone.
-  if (const char* name = ptsname(master_)) slave_ = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave_ >= 0) tcgetattr(slave_, &initial_);
 }
 
 TerminalProcess::~TerminalProcess() {
   process_.kill_now();
-  if (slave_ >= 0) close(slave_);
 }
 
 bool TerminalProcess::read_some(std::chrono::milliseconds timeout) {
@@ -95,7 +90,7 @@ int TerminalProcess::wait(std::chrono::milliseconds timeout) {
 
 termios TerminalProcess::settings() const {
   termios now{};
-  tcgetattr(slave_, &now);
+  tcgetattr(process_.terminal_fd(), &now);
   return now;
 }
 

@@ -47,7 +47,7 @@ class TerminalProcess {
   // The terminal's settings as they are now (the program may be gone).
   termios settings() const;
   // The settings the terminal started with.
-  const termios& initial_settings() const { return initial_; }
+  const termios& initial_settings() const { return process_.terminal_settings_at_start(); }
 
  private:
   // Appends what is there to read within `timeout`; false when nothing came.
@@ -55,8 +55,6 @@ class TerminalProcess {
 
   gpulimit::testing::Process process_;
   int master_ = -1;  // process_'s
-  int slave_ = -1;   // kept open, so the terminal outlives the program
-  termios initial_{};
   std::string output_;
 };
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <termios.h>
 
 #include <chrono>
 #include <functional>
@@ -118,6 +119,11 @@ class Process {
   int stdin_fd() const { return to_child_; }
   int stdout_fd() const { return from_child_; }
   int stderr_fd() const { return errors_from_child_; }
+  // The test's own handle on the process's terminal (its side, kept open so
+  // that the terminal outlives the program), and the terminal's settings
+  // from before the program started; -1 and {} without a terminal.
+  int terminal_fd() const { return terminal_; }
+  const termios& terminal_settings_at_start() const { return terminal_at_start_; }
 
   // Writes `line` and a newline to its stdin; false when not all of it
   // could be written (the process has gone).
@@ -157,6 +163,8 @@ class Process {
   int to_child_ = -1;
   int from_child_ = -1;
   int errors_from_child_ = -1;
+  int terminal_ = -1;
+  termios terminal_at_start_{};
   std::string buffered_;  // read from stdout past the last line returned
 };
 
