@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "gpulimit/protocol/status_json.h"
 #include "help_text.h"
 #include "server_choice.h"
 #include "status_client.h"
@@ -21,7 +22,6 @@
 #include "top_command_line.h"
 #include "top_layout.h"
 #include "top_screen.h"
-#include "top_snapshot.h"
 #include "top_terminal.h"
 
 namespace gpulimit::cli {
@@ -61,11 +61,11 @@ class StatusSource {
     std::string error;
     std::string socket;
     std::string reply;
-    TopSnapshot snapshot;
+    protocol::status::Report snapshot;
     if (!choose_server(places_, StartServer::kNo, envp_, socket, error)) {
       // `error` says where nobody listens.
     } else if (request_status(socket, reply, error, kTopReplyTimeout) &&
-               parse_top_snapshot(reply, snapshot, error)) {
+               protocol::status::parse_status_report(reply, snapshot, error)) {
       input.snapshot = std::move(snapshot);
       input.problem.clear();
       return true;

@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "gpulimit/server/metrics/status_report.h"
 #include "gpulimit/shm/ledger_inspection.h"
 
 namespace gpulimit::server {
@@ -170,8 +171,8 @@ void Watchers::driver_sample_ready() {
   unmanaged_.forget_gone();
 }
 
-std::vector<UnmanagedStatus> Watchers::unmanaged_status() const {
-  std::vector<UnmanagedStatus> entries;
+std::vector<protocol::status::UnmanagedProcess> Watchers::unmanaged_status() const {
+  std::vector<protocol::status::UnmanagedProcess> entries;
   for (const UnmanagedProcess& process : unmanaged_.list())
     entries.push_back({process.pid, process.uid, process.user, process.command, process.device});
   return entries;

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "gpulimit/protocol/status.h"
 #include "gpulimit/server/loop/event_loop.h"
 #include "gpulimit/server/loop/tenant_registry.h"
-#include "gpulimit/server/metrics/status_report.h"
 #include "gpulimit/server/result.h"
 #include "gpulimit/server/watcher/driver_nvml.h"
 #include "gpulimit/server/watcher/watcher.h"
@@ -63,7 +63,7 @@ class Watchers {
   std::optional<TimeNs> next_deadline() const { return unmanaged_.next_deadline(); }
   // Drops unmanaged processes that have exited (before a status is sent).
   void forget_gone() { unmanaged_.forget_gone(); }
-  std::vector<UnmanagedStatus> unmanaged_status() const;
+  std::vector<protocol::status::UnmanagedProcess> unmanaged_status() const;
 
   // Since the server started: GPU processes seen running without gpulimit,
   // times a tenant's memory drifted from the driver's account, tenant
