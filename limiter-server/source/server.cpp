@@ -1,7 +1,6 @@
 #include "gpulimit/server/server.h"
 
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
@@ -20,6 +19,7 @@
 #include "gpulimit/server/limits_policy.h"
 #include "gpulimit/server/policy_file.h"
 #include "gpulimit/server/metrics_exposition.h"
+#include "gpulimit/server/policy/user_accounts.h"
 #include "gpulimit/server/process_command.h"
 #include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
@@ -33,15 +33,6 @@ constexpr TimeNs kAcceptPauseNs = 100 * kNsPerMs;
 
 int pidfd_open(pid_t pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
-
-std::string user_name(uid_t uid) {
-  std::vector<char> buffer(16384);
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
-    return found->pw_name;
-  return std::to_string(uid);
 }
 
 // Whether the peer of a connected socket has closed its end.
