@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "top_layout.h"
-#include "top_snapshot.h"
+#include "top/top_layout.h"
+#include "top/top_snapshot.h"
 
 namespace gpulimit::cli {
 namespace {

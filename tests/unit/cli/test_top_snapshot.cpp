@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "top_snapshot.h"
+#include "top/top_snapshot.h"
 
 namespace gpulimit::cli {
 namespace {
