@@ -3,9 +3,9 @@
 // unlimited by mistake. Then, with a server configured, the process attaches
 // to it for time-slicing (a server that cannot be reached or refuses leaves
 // launches ungated, never CUDA refused).
-#include "launch_gate.h"
-#include "real_driver.h"
-#include "tenant.h"
+#include "gate/launch_gate.h"
+#include "lookup/real_driver.h"
+#include "memory/tenant.h"
 
 GPULIMIT_EXPORT CUresult cuInit(unsigned int flags) {
   using gpulimit::Tenant;

@@ -235,7 +235,7 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return "gpulimitd exited with %s (log: %s)" % (self.proc.returncode, self.log)
-            # gpulimitd's socket carries packets (limiter-server/protocol).
+            # gpulimitd's socket carries packets (protocol/).
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 probe.connect(self.socket)

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "hook_list.h"
+#include "gpulimit/intercept/hook_list.h"
 #include "preloaded_main.h"
 
 extern "C" void* probe_rtld_next(const char* name);  // next_probe.cpp, preloaded after us

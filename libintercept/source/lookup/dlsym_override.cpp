@@ -13,8 +13,8 @@
 // loader's lock during `import torch`.
 #include <dlfcn.h>
 
-#include "hook_table.h"
-#include "real_driver.h"
+#include "lookup/hook_table.h"
+#include "lookup/real_driver.h"
 
 extern "C" {
 

@@ -4,8 +4,8 @@
 // matching free returns exactly as much, once the driver has let go.
 #pragma once
 
-#include "real_driver.h"
-#include "tenant.h"
+#include "lookup/real_driver.h"
+#include "memory/tenant.h"
 
 namespace gpulimit {
 

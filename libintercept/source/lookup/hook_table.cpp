@@ -1,4 +1,4 @@
-#include "hook_table.h"
+#include "lookup/hook_table.h"
 
 #include <algorithm>
 #include <array>
@@ -8,8 +8,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "lookup/real_driver.h"
 #include "nvml_subset.h"
-#include "real_driver.h"
 
 namespace gpulimit {
 

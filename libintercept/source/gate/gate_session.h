@@ -19,7 +19,7 @@
 #include <mutex>
 #include <vector>
 
-#include "gate_connection.h"
+#include "gate/gate_connection.h"
 #include "gpulimit/shm/board.h"
 #include "gpulimit/shm/board_mapping.h"
 

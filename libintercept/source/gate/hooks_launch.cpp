@@ -2,8 +2,8 @@
 // launch gate (launch_gate.h). Without a server configured the gate is one
 // relaxed load; holding the token, a load of the device's token word and two
 // stores to this thread's sequence word. benchmarks/ measures both.
-#include "launch_gate.h"
-#include "real_driver.h"
+#include "gate/launch_gate.h"
+#include "lookup/real_driver.h"
 
 using gpulimit::gate::launch;
 using gpulimit::gate::StreamMode;

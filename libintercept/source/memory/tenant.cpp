@@ -1,4 +1,4 @@
-#include "tenant.h"
+#include "memory/tenant.h"
 
 #include <pthread.h>
 #include <sys/random.h>
@@ -16,10 +16,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "gate_attachment.h"
+#include "gate/gate_attachment.h"
 #include "gpulimit/options/environment.h"
 #include "gpulimit/shm/tenant_ledger.h"
-#include "real_driver.h"
+#include "lookup/real_driver.h"
 
 extern char** environ;
 
@@ -145,8 +145,8 @@ CUresult Tenant::attach(Phase phase) {
   const bool have_grant =
       !limits.socket.empty() &&
       gate::join_for_memory(limits, granted.data(), options::kDeviceOrdinalCount);
-  if (limits.memory.empty() &&
-      (!have_grant || std::all_of(granted.begin(), granted.end(), [](uint64_t c) { return c == 0; })))
+  if (limits.memory.empty() && (!have_grant || std::all_of(granted.begin(), granted.end(),
+                                                           [](uint64_t c) { return c == 0; })))
     return CUDA_SUCCESS;
 
   auto* a = new (std::nothrow) Attachment();
@@ -177,8 +177,7 @@ CUresult Tenant::attach(Phase phase) {
     // The smaller of what the job asked and what the server granted.
     uint64_t cap = amount ? amount->resolve(total) : grant;
     if (grant != 0) cap = std::min(cap, grant);
-    const int device =
-        a->ledger->device(reinterpret_cast<const unsigned char*>(uuid.bytes), cap);
+    const int device = a->ledger->device(reinterpret_cast<const unsigned char*>(uuid.bytes), cap);
     if (device < 0) {
       refuse("the tenant's ledger has no room for another device");
       delete a;

@@ -1,4 +1,4 @@
-#include "gate_session.h"
+#include "gate/gate_session.h"
 
 #include <sched.h>
 

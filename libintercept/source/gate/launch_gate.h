@@ -22,9 +22,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include "gate/launching_threads.h"
 #include "gpulimit/shm/board.h"
-#include "launching_threads.h"
-#include "real_driver.h"
+#include "lookup/real_driver.h"
 
 namespace gpulimit::gate {
 

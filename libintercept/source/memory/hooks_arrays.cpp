@@ -3,7 +3,7 @@
 // counted), on the current context's device; destroying gives it back.
 #include <algorithm>
 
-#include "accounting.h"
+#include "memory/accounting.h"
 
 using namespace gpulimit;
 

@@ -1,4 +1,4 @@
-#include "gate_connection.h"
+#include "gate/gate_connection.h"
 
 #include <sched.h>
 #include <sys/socket.h>

@@ -8,7 +8,7 @@
 
 #include <atomic>
 
-#include "hook_list.h"
+#include "gpulimit/intercept/hook_list.h"
 
 // Hooks are the driver's own names, exported with C linkage.
 #define GPULIMIT_EXPORT extern "C" __attribute__((visibility("default")))

@@ -1,4 +1,4 @@
-#include "gate_attachment.h"
+#include "gate/gate_attachment.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -11,16 +11,16 @@
 #include <new>
 #include <optional>
 
-#include "connection_watcher.h"
-#include "drain_thread.h"
-#include "gate_connection.h"
-#include "gate_session.h"
+#include "gate/connection_watcher.h"
+#include "gate/drain_thread.h"
+#include "gate/gate_connection.h"
+#include "gate/gate_session.h"
+#include "gate/launch_gate.h"
+#include "gate/launching_threads.h"
 #include "gpulimit/options/limits.h"
 #include "gpulimit/protocol/priority.h"
-#include "launch_gate.h"
-#include "launching_threads.h"
-#include "real_driver.h"
-#include "tenant.h"
+#include "lookup/real_driver.h"
+#include "memory/tenant.h"
 
 namespace gpulimit::gate {
 namespace {

@@ -4,8 +4,8 @@
 // answered with our hook of the same variant.
 #include <cstring>
 
-#include "hook_table.h"
-#include "real_driver.h"
+#include "lookup/hook_table.h"
+#include "lookup/real_driver.h"
 
 GPULIMIT_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
                                              cuuint64_t flags,

@@ -7,7 +7,7 @@
 //
 // What counts: the bytes the caller asked for (for pitched memory, pitch ×
 // height as the driver chose it). Devices without a cap are not counted.
-#include "accounting.h"
+#include "memory/accounting.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "lookup/real_driver.h"
+#include "memory/tenant.h"
 #include "nvml_subset.h"
-#include "real_driver.h"
-#include "tenant.h"
 
 namespace {
 

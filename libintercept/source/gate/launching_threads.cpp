@@ -1,4 +1,4 @@
-#include "launching_threads.h"
+#include "gate/launching_threads.h"
 
 #include <linux/membarrier.h>
 #include <pthread.h>

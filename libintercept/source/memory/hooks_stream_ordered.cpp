@@ -8,7 +8,7 @@
 // of the captured graph, charged when it is instantiated (hooks_graphs.cpp).
 #include <utility>
 
-#include "accounting.h"
+#include "memory/accounting.h"
 
 namespace {
 

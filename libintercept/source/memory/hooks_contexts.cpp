@@ -31,8 +31,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "accounting.h"
-#include "launch_gate.h"
+#include "gate/launch_gate.h"
+#include "memory/accounting.h"
 #include "nvml_subset.h"
 
 using namespace gpulimit;

@@ -1,14 +1,14 @@
-#include "drain_thread.h"
+#include "gate/drain_thread.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <new>
 
-#include "background_thread.h"
-#include "gate_session.h"
-#include "launching_threads.h"
-#include "real_driver.h"
+#include "gate/background_thread.h"
+#include "gate/gate_session.h"
+#include "gate/launching_threads.h"
+#include "lookup/real_driver.h"
 
 namespace gpulimit::gate {
 namespace {

@@ -21,8 +21,8 @@
 #include <new>
 #include <unordered_map>
 
-#include "accounting.h"
 #include "gpulimit/shm/tenant_ledger.h"
+#include "memory/accounting.h"
 
 using namespace gpulimit;
 

@@ -1,7 +1,7 @@
-#include "launch_gate.h"
+#include "gate/launch_gate.h"
 
-#include "gate_attachment.h"
-#include "gate_session.h"
+#include "gate/gate_attachment.h"
+#include "gate/gate_session.h"
 
 namespace gpulimit::gate {
 

@@ -1,4 +1,4 @@
-#include "background_thread.h"
+#include "gate/background_thread.h"
 
 #include <pthread.h>
 #include <signal.h>

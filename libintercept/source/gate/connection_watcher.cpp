@@ -1,4 +1,4 @@
-#include "connection_watcher.h"
+#include "gate/connection_watcher.h"
 
 #include <poll.h>
 #include <sys/inotify.h>
@@ -12,9 +12,9 @@
 #include <cstring>
 #include <string>
 
-#include "background_thread.h"
-#include "gate_attachment.h"
-#include "gate_session.h"
+#include "gate/background_thread.h"
+#include "gate/gate_attachment.h"
+#include "gate/gate_session.h"
 
 namespace gpulimit::gate {
 namespace {

@@ -2,7 +2,7 @@
 // takes device memory, on the device its properties name (the calling thread
 // may have no context: NCCL's proxy threads), and cuMemRelease gives it back.
 // Reserving and mapping address space take no memory and are not hooked.
-#include "accounting.h"
+#include "memory/accounting.h"
 
 using namespace gpulimit;
 

@@ -1,4 +1,4 @@
-#include "real_driver.h"
+#include "lookup/real_driver.h"
 
 #include <dlfcn.h>
 

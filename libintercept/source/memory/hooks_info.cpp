@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <climits>
 
-#include "real_driver.h"
-#include "tenant.h"
+#include "lookup/real_driver.h"
+#include "memory/tenant.h"
 
 namespace {
 
