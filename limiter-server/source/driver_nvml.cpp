@@ -1,6 +1,5 @@
 #include "gpulimit/server/driver_nvml.h"
 
-#include <dlfcn.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -8,46 +7,48 @@
 #include <chrono>
 #include <cstring>
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_library.h"
 
 namespace gpulimit::server {
 
-// The NVML calls the cross-check makes, resolved once.
+using nvidia::kNvmlLibraryName;
+using nvidia::NvmlFunctions;
+
+// The NVML calls the cross-check makes, on a library that has them all.
 class NvmlLibrary {
  public:
   static Result<std::unique_ptr<NvmlLibrary>> load() {
-    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char* reason = dlerror();
-      return fail(std::string("libnvidia-ml.so.1 cannot be loaded: ") +
-                  (reason ? reason : "unknown"));
-    }
-    std::unique_ptr<NvmlLibrary> nvml(new NvmlLibrary(handle));
+    const char* reason = nullptr;
+    const NvmlFunctions* functions = nvidia::load_nvml(&reason);
+    if (!functions) return fail(std::string(kNvmlLibraryName) + " cannot be loaded: " + reason);
+    std::unique_ptr<NvmlLibrary> nvml(new NvmlLibrary(*functions));
     std::string error;
-    if (!nvml->symbol("nvmlInit_v2", nvml->init_, error) ||
-        !nvml->symbol("nvmlErrorString", nvml->error_string_, error) ||
-        !nvml->symbol("nvmlDeviceGetCount_v2", nvml->get_count_, error) ||
-        !nvml->symbol("nvmlDeviceGetHandleByIndex_v2", nvml->get_handle_, error) ||
-        !nvml->symbol("nvmlDeviceGetUUID", nvml->get_uuid_, error) ||
-        !nvml->symbol("nvmlDeviceGetComputeRunningProcesses_v3", nvml->get_processes_, error))
+    if (!present(functions->nvmlInit_v2, "nvmlInit_v2", error) ||
+        !present(functions->nvmlErrorString, "nvmlErrorString", error) ||
+        !present(functions->nvmlDeviceGetCount_v2, "nvmlDeviceGetCount_v2", error) ||
+        !present(functions->nvmlDeviceGetHandleByIndex_v2, "nvmlDeviceGetHandleByIndex_v2",
+                 error) ||
+        !present(functions->nvmlDeviceGetUUID, "nvmlDeviceGetUUID", error) ||
+        !present(functions->nvmlDeviceGetComputeRunningProcesses_v3,
+                 "nvmlDeviceGetComputeRunningProcesses_v3", error))
       return fail(error);
-    if (!nvml->check("nvmlInit_v2", nvml->init_(), error)) return fail(error);
+    if (!nvml->check("nvmlInit_v2", functions->nvmlInit_v2(), error)) return fail(error);
     return nvml;
   }
-  // The driver library stays loaded (its threads and atexit handlers are not
-  // built for dlclose); nvmlShutdown is left to process exit too, since a
-  // hung driver must not hang the server's exit.
+  // nvmlShutdown is left to process exit, since a hung driver must not hang
+  // the server's exit (and the library stays loaded in any case).
   ~NvmlLibrary() = default;
 
   bool sample(std::vector<DriverDeviceSample>& devices, std::string& error) {
     unsigned count = 0;
-    if (!check("nvmlDeviceGetCount_v2", get_count_(&count), error)) return false;
+    if (!check("nvmlDeviceGetCount_v2", nvml_.nvmlDeviceGetCount_v2(&count), error)) return false;
     devices.clear();
     for (unsigned index = 0; index < count; ++index) {
       nvmlDevice_t device = nullptr;
       char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-      if (!check("nvmlDeviceGetHandleByIndex_v2", get_handle_(index, &device), error) ||
-          !check("nvmlDeviceGetUUID", get_uuid_(device, uuid, sizeof uuid), error))
+      if (!check("nvmlDeviceGetHandleByIndex_v2",
+                 nvml_.nvmlDeviceGetHandleByIndex_v2(index, &device), error) ||
+          !check("nvmlDeviceGetUUID", nvml_.nvmlDeviceGetUUID(device, uuid, sizeof uuid), error))
         return false;
       DriverDeviceSample sample;
       sample.uuid = uuid;
@@ -55,7 +56,8 @@ class NvmlLibrary {
       std::vector<nvmlProcessInfo_t> infos(16);
       for (;;) {
         auto size = static_cast<unsigned>(infos.size());
-        const nvmlReturn_t result = get_processes_(device, &size, infos.data());
+        const nvmlReturn_t result =
+            nvml_.nvmlDeviceGetComputeRunningProcesses_v3(device, &size, infos.data());
         if (result == NVML_ERROR_INSUFFICIENT_SIZE) {
           infos.resize(size + 16);
           continue;
@@ -72,30 +74,23 @@ class NvmlLibrary {
   }
 
  private:
-  explicit NvmlLibrary(void* handle) : handle_(handle) {}
+  explicit NvmlLibrary(const NvmlFunctions& nvml) : nvml_(nvml) {}
 
   template <typename Fn>
-  bool symbol(const char* name, Fn& out, std::string& error) {
-    out = reinterpret_cast<Fn>(dlsym(handle_, name));
-    if (!out) error = std::string("libnvidia-ml.so.1 has no ") + name;
-    return out != nullptr;
+  static bool present(Fn fn, const char* name, std::string& error) {
+    if (!fn) error = std::string(kNvmlLibraryName) + " has no " + name;
+    return fn != nullptr;
   }
 
   bool check(const char* call, nvmlReturn_t result, std::string& error) {
     if (result == NVML_SUCCESS) return true;
-    const char* text = error_string_ ? error_string_(result) : nullptr;
+    const char* text = nvml_.nvmlErrorString ? nvml_.nvmlErrorString(result) : nullptr;
     error = std::string(call) + " failed: " + (text ? text : "unknown error") + " (" +
             std::to_string(static_cast<int>(result)) + ")";
     return false;
   }
 
-  void* handle_;
-  decltype(&nvmlInit_v2) init_ = nullptr;
-  decltype(&nvmlErrorString) error_string_ = nullptr;
-  decltype(&nvmlDeviceGetCount_v2) get_count_ = nullptr;
-  decltype(&nvmlDeviceGetHandleByIndex_v2) get_handle_ = nullptr;
-  decltype(&nvmlDeviceGetUUID) get_uuid_ = nullptr;
-  decltype(&nvmlDeviceGetComputeRunningProcesses_v3) get_processes_ = nullptr;
+  const NvmlFunctions& nvml_;
 };
 
 Result<std::unique_ptr<DriverSampler>> DriverSampler::start(TimeNs interval_ns) {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "gpulimit/byte_size.h"
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "gpulimit/nvidia/nvml_subset.h"
 #include "lookup/real_driver.h"
-#include "nvml_subset.h"
 
 namespace gpulimit {
 

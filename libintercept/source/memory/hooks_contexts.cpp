@@ -22,7 +22,6 @@
 // context usually takes more than the next ones); and it charges nothing when NVML cannot be loaded
 // or cannot find the device. Modules and the heaps that cuCtxSetLimit grows are not counted.
 // docs/memory-accounting.md has the whole list.
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,50 +31,40 @@
 #include <vector>
 
 #include "gate/launch_gate.h"
+#include "gpulimit/nvidia/nvml_library.h"
 #include "memory/accounting.h"
-#include "nvml_subset.h"
 
 using namespace gpulimit;
 
 namespace {
 
-// NVML, for the device's free memory without a context.
-struct Nvml {
-  decltype(&::nvmlDeviceGetHandleByUUID) get_handle = nullptr;
-  decltype(&::nvmlDeviceGetMemoryInfo) get_memory_info = nullptr;
-  decltype(&::nvmlDeviceGetComputeRunningProcesses_v3) get_processes = nullptr;  // may be absent
-  bool ready = false;
-};
+using nvidia::NvmlFunctions;
 
-// Loaded and initialised once, the first time a context is measured, and
-// kept initialised (NVML counts initialisations; the program's own
-// nvmlShutdown leaves ours in place).
-const Nvml& nvml() {
-  static Nvml nvml;
+// NVML, for the device's free memory without a context: loaded and
+// initialised once, the first time a context is measured, and kept
+// initialised (NVML counts initialisations; the program's own nvmlShutdown
+// leaves ours in place). nullptr when NVML cannot be loaded or initialised,
+// or lacks nvmlDeviceGetHandleByUUID or nvmlDeviceGetMemoryInfo (the list of
+// processes may be absent).
+const NvmlFunctions* nvml() {
+  static const NvmlFunctions* ready = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!handle) handle = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-    if (!handle) return;
-    auto init = reinterpret_cast<decltype(&::nvmlInit_v2)>(real_dlsym(handle, "nvmlInit_v2"));
-    nvml.get_handle = reinterpret_cast<decltype(nvml.get_handle)>(
-        real_dlsym(handle, "nvmlDeviceGetHandleByUUID"));
-    nvml.get_memory_info = reinterpret_cast<decltype(nvml.get_memory_info)>(
-        real_dlsym(handle, "nvmlDeviceGetMemoryInfo"));
-    nvml.get_processes = reinterpret_cast<decltype(nvml.get_processes)>(
-        real_dlsym(handle, "nvmlDeviceGetComputeRunningProcesses_v3"));
-    nvml.ready = init && nvml.get_handle && nvml.get_memory_info && init() == NVML_SUCCESS;
+    const NvmlFunctions* loaded = nvidia::load_nvml();
+    if (loaded && loaded->nvmlInit_v2 && loaded->nvmlDeviceGetHandleByUUID &&
+        loaded->nvmlDeviceGetMemoryInfo && loaded->nvmlInit_v2() == NVML_SUCCESS)
+      ready = loaded;
   });
-  return nvml;
+  return ready;
 }
 
 // NVML's handle of CUDA device `dev`, found by UUID (NVML numbers devices
 // its own way), or nullptr.
 nvmlDevice_t nvml_device(CUdevice dev) {
-  const Nvml& n = nvml();
+  const NvmlFunctions* n = nvml();
   auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
   CUuuid uuid{};
-  if (!n.ready || !get_uuid || get_uuid(&uuid, dev) != CUDA_SUCCESS) return nullptr;
+  if (!n || !get_uuid || get_uuid(&uuid, dev) != CUDA_SUCCESS) return nullptr;
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   // A MIG instance has a UUID of its own, which NVML writes as MIG-...
   for (const char* prefix : {"GPU-", "MIG-"}) {
@@ -85,20 +74,22 @@ nvmlDevice_t nvml_device(CUdevice dev) {
                   b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
                   b[13], b[14], b[15]);
     nvmlDevice_t device = nullptr;
-    if (n.get_handle(text, &device) == NVML_SUCCESS) return device;
+    if (n->nvmlDeviceGetHandleByUUID(text, &device) == NVML_SUCCESS) return device;
   }
   return nullptr;
 }
 
 bool device_memory(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return device && nvml().get_memory_info(device, memory) == NVML_SUCCESS;
+  // A device comes from nvml_device(), so NVML is ready.
+  return device && nvml()->nvmlDeviceGetMemoryInfo(device, memory) == NVML_SUCCESS;
 }
 
 // What NVML says this process holds on `device`; false when it does not
 // list this process (or cannot list processes).
 bool own_memory(nvmlDevice_t device, uint64_t* bytes) noexcept try {
-  const auto list = nvml().get_processes;
-  if (!device || !list) return false;
+  if (!device) return false;  // else NVML is ready, as for device_memory
+  const auto list = nvml()->nvmlDeviceGetComputeRunningProcesses_v3;  // may be absent
+  if (!list) return false;
   // Room for the processes there are now, and some that may start meanwhile;
   // NVML says how many it needs when that was not enough.
   std::vector<nvmlProcessInfo_t> infos(64);

@@ -4,42 +4,18 @@
 // (which ignores CUDA_VISIBLE_DEVICES) cannot pick the wrong one. A process
 // that has not called cuInit has not joined its tenant yet and sees NVML's
 // figures unchanged.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
+#include "gpulimit/nvidia/nvml_library.h"
 #include "lookup/real_driver.h"
 #include "memory/tenant.h"
-#include "nvml_subset.h"
 
 namespace {
 
 using gpulimit::Tenant;
-
-struct RealNvml {
-  decltype(&::nvmlDeviceGetMemoryInfo) get_memory_info = nullptr;
-  decltype(&::nvmlDeviceGetMemoryInfo_v2) get_memory_info_v2 = nullptr;
-  decltype(&::nvmlDeviceGetUUID) get_uuid = nullptr;
-};
-
-const RealNvml& real_nvml() {
-  static RealNvml nvml;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!handle) handle = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-    if (!handle) return;
-    nvml.get_memory_info = reinterpret_cast<decltype(nvml.get_memory_info)>(
-        gpulimit::real_dlsym(handle, "nvmlDeviceGetMemoryInfo"));
-    nvml.get_memory_info_v2 = reinterpret_cast<decltype(nvml.get_memory_info_v2)>(
-        gpulimit::real_dlsym(handle, "nvmlDeviceGetMemoryInfo_v2"));
-    nvml.get_uuid = reinterpret_cast<decltype(nvml.get_uuid)>(
-        gpulimit::real_dlsym(handle, "nvmlDeviceGetUUID"));
-  });
-  return nvml;
-}
+using gpulimit::nvidia::load_nvml;
+using gpulimit::nvidia::NvmlFunctions;
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -66,10 +42,11 @@ bool parse_uuid(const char* text, unsigned char out[16]) {
 // The tenant's cap and use on `device`, when it has a cap there.
 bool tenant_view(nvmlDevice_t device, uint64_t* cap, uint64_t* used) {
   Tenant* tenant = Tenant::limited();
-  const RealNvml& nvml = real_nvml();
+  const NvmlFunctions* nvml = load_nvml();
   char text[NVML_DEVICE_UUID_BUFFER_SIZE] = {};
   unsigned char uuid[16];
-  return tenant && nvml.get_uuid && nvml.get_uuid(device, text, sizeof(text)) == NVML_SUCCESS &&
+  return tenant && nvml && nvml->nvmlDeviceGetUUID &&
+         nvml->nvmlDeviceGetUUID(device, text, sizeof(text)) == NVML_SUCCESS &&
          parse_uuid(text, uuid) && tenant->view_uuid(uuid, cap, used);
 }
 
@@ -95,14 +72,14 @@ nvmlReturn_t narrowed(nvmlReturn_t result, nvmlDevice_t device, Memory* memory) 
 }  // namespace
 
 GPULIMIT_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  const RealNvml& nvml = real_nvml();
-  if (!nvml.get_memory_info) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  return narrowed(nvml.get_memory_info(device, memory), device, memory);
+  const NvmlFunctions* nvml = load_nvml();
+  if (!nvml || !nvml->nvmlDeviceGetMemoryInfo) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  return narrowed(nvml->nvmlDeviceGetMemoryInfo(device, memory), device, memory);
 }
 
 GPULIMIT_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                                         nvmlMemory_v2_t* memory) {
-  const RealNvml& nvml = real_nvml();
-  if (!nvml.get_memory_info_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  return narrowed(nvml.get_memory_info_v2(device, memory), device, memory);
+  const NvmlFunctions* nvml = load_nvml();
+  if (!nvml || !nvml->nvmlDeviceGetMemoryInfo_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  return narrowed(nvml->nvmlDeviceGetMemoryInfo_v2(device, memory), device, memory);
 }

@@ -1,11 +1,11 @@
 /* The simulator's own declarations of the NVML device queries beyond the
- * subset gpulimit uses (nvml_subset.h, which this extends and never
+ * subset gpulimit uses (gpulimit/nvidia/nvml_subset.h, which this extends and never
  * changes): ABI-identical to NVIDIA's nvml.h (NVML_API_VERSION 12) for the
  * enum values, struct layouts, version words and symbol names it declares. */
 #ifndef FAKECUDA_NVML_DEVICE_QUERIES_H
 #define FAKECUDA_NVML_DEVICE_QUERIES_H
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 #include "preloaded_main.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include "nvml_subset.h"
+#include "gpulimit/nvidia/nvml_subset.h"
 #include "preloaded_main.h"
 
 namespace {

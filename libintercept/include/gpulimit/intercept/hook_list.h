@@ -109,7 +109,7 @@
 
 // NVML functions gpulimit hooks (exported, answered to dlsym): what the job
 // sees of a device's memory through NVML (nvidia-smi, pynvml, PyTorch's
-// out-of-memory report). nvml_subset.h gives their types.
+// out-of-memory report). gpulimit/nvidia/nvml_subset.h gives their types.
 // clang-format off
 #define GPULIMIT_NVML_HOOKS(X)                                                         \
   X(nvmlDeviceGetMemoryInfo)                                                           \

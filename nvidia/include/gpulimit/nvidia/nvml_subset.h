@@ -9,8 +9,8 @@
  * never #defines the unversioned names onto the newest version: an
  * interposer has to define nvmlInit and nvmlInit_v2 as two distinct symbols,
  * and the simulator exports both. */
-#ifndef GPULIMIT_NVML_SUBSET_H
-#define GPULIMIT_NVML_SUBSET_H
+#ifndef GPULIMIT_NVIDIA_NVML_SUBSET_H
+#define GPULIMIT_NVIDIA_NVML_SUBSET_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -164,4 +164,4 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
 }
 #endif
 
-#endif /* GPULIMIT_NVML_SUBSET_H */
+#endif /* GPULIMIT_NVIDIA_NVML_SUBSET_H */
