@@ -59,7 +59,11 @@ std::string format_number(uint64_t value) {
   return std::to_string(value);
 }
 
-std::string seconds(int64_t ns) {
+std::string seconds(TimeNs ns) {
+  return format_number(static_cast<double>(ns) / 1e9);
+}
+
+std::string seconds(uint64_t ns) {
   return format_number(static_cast<double>(ns) / 1e9);
 }
 
@@ -95,25 +99,32 @@ class Exposition {
   std::string text_;
 };
 
+using protocol::status::BoardDevice;
+using protocol::status::Tenant;
+using protocol::status::TenantDevice;
+
 // One tenant on one device, with the labels of its series.
-struct TenantDevice {
-  const TenantStatus* tenant;
-  const TenantDeviceStatus* device;
+struct TenantDeviceSeries {
+  const TenantDevice* device;
+  const WaitHistogram* waits;
   Labels labels;
 };
 
-std::vector<TenantDevice> tenant_devices(const StatusSnapshot& status) {
-  std::vector<TenantDevice> all;
-  for (const TenantStatus& tenant : status.tenants) {
-    for (const TenantDeviceStatus& device : tenant.devices) {
+std::vector<TenantDeviceSeries> tenant_devices(const StatusSnapshot& snapshot) {
+  static const WaitHistogram kNoWaits;
+  std::vector<TenantDeviceSeries> all;
+  for (const Tenant& tenant : snapshot.report.tenants) {
+    for (const TenantDevice& device : tenant.devices) {
       std::string gpu;
-      for (const BoardDeviceStatus& board : status.devices)
+      for (const BoardDevice& board : snapshot.report.devices)
         if (board.uuid == device.uuid) gpu = std::to_string(board.board_index);
-      all.push_back(TenantDevice{&tenant, &device,
-                                 Labels{{"gpu", gpu},
-                                        {"UUID", format_gpu_uuid(device.uuid)},
-                                        {"tenant", tenant.tenant},
-                                        {"user", tenant.user}}});
+      const auto waits = snapshot.waits.find({tenant.tenant, device.uuid});
+      all.push_back(TenantDeviceSeries{&device,
+                                       waits != snapshot.waits.end() ? &waits->second : &kNoWaits,
+                                       Labels{{"gpu", gpu},
+                                              {"UUID", device.uuid},
+                                              {"tenant", tenant.tenant},
+                                              {"user", tenant.user}}});
     }
   }
   return all;
@@ -122,19 +133,19 @@ std::vector<TenantDevice> tenant_devices(const StatusSnapshot& status) {
 // A family with one sample per tenant and device; `value` says nothing
 // (nullopt) for a device where the figure is unknown.
 template <typename Value>
-void per_tenant_device(Exposition& out, const std::vector<TenantDevice>& all, const char* name,
-                       Value value) {
+void per_tenant_device(Exposition& out, const std::vector<TenantDeviceSeries>& all,
+                       const char* name, Value value) {
   out.family(name);
-  for (const TenantDevice& entry : all)
+  for (const TenantDeviceSeries& entry : all)
     if (const std::optional<std::string> text = value(*entry.device))
       out.sample(name, entry.labels, *text);
 }
 
-void wait_histogram(Exposition& out, const std::vector<TenantDevice>& all) {
+void wait_histogram(Exposition& out, const std::vector<TenantDeviceSeries>& all) {
   constexpr const char* kName = "gpulimit_token_wait_seconds";
   out.family(kName);
-  for (const TenantDevice& entry : all) {
-    const WaitHistogram& waits = entry.device->waits;
+  for (const TenantDeviceSeries& entry : all) {
+    const WaitHistogram& waits = *entry.waits;
     uint64_t cumulative = 0;
     Labels labels = entry.labels;
     labels.emplace_back("le", "");
@@ -176,7 +187,8 @@ std::vector<std::string> metric_family_names() {
   return names;
 }
 
-std::string render_metrics(const StatusSnapshot& status, std::string_view version) {
+std::string render_metrics(const StatusSnapshot& snapshot, std::string_view version) {
+  const protocol::status::Report& status = snapshot.report;
   Exposition out;
   out.family("gpulimit_build_info");
   out.sample("gpulimit_build_info",
@@ -185,50 +197,50 @@ std::string render_metrics(const StatusSnapshot& status, std::string_view versio
   out.sample("gpulimit_uptime_seconds", {}, format_number(status.server.uptime_s));
 
   uint64_t processes = 0;
-  for (const TenantStatus& tenant : status.tenants)
+  for (const Tenant& tenant : status.tenants)
     processes += tenant.pids.size();
   out.family("gpulimit_tenants");
   out.sample("gpulimit_tenants", {}, format_number(uint64_t{status.tenants.size()}));
   out.family("gpulimit_processes");
   out.sample("gpulimit_processes", {}, format_number(processes));
   out.family("gpulimit_tenant_processes");
-  for (const TenantStatus& tenant : status.tenants)
+  for (const Tenant& tenant : status.tenants)
     out.sample("gpulimit_tenant_processes", {{"tenant", tenant.tenant}, {"user", tenant.user}},
                format_number(uint64_t{tenant.pids.size()}));
 
   out.family("gpulimit_token_waiting_tenants");
-  for (const BoardDeviceStatus& device : status.devices)
-    out.sample(
-        "gpulimit_token_waiting_tenants",
-        {{"gpu", std::to_string(device.board_index)}, {"UUID", format_gpu_uuid(device.uuid)}},
-        format_number(uint64_t{device.waiting}));
+  for (const BoardDevice& device : status.devices)
+    out.sample("gpulimit_token_waiting_tenants",
+               {{"gpu", std::to_string(device.board_index)}, {"UUID", device.uuid}},
+               format_number(uint64_t{device.waiting}));
 
   using Figure = std::optional<std::string>;
-  const std::vector<TenantDevice> all = tenant_devices(status);
-  per_tenant_device(out, all, "gpulimit_memory_used_bytes", [](const TenantDeviceStatus& d) {
+  const std::vector<TenantDeviceSeries> all = tenant_devices(snapshot);
+  per_tenant_device(out, all, "gpulimit_memory_used_bytes", [](const TenantDevice& d) {
     return d.memory_used ? Figure(format_number(*d.memory_used)) : std::nullopt;
   });
-  per_tenant_device(out, all, "gpulimit_memory_cap_bytes", [](const TenantDeviceStatus& d) {
+  per_tenant_device(out, all, "gpulimit_memory_cap_bytes", [](const TenantDevice& d) {
     return d.memory_cap ? Figure(format_number(*d.memory_cap)) : std::nullopt;
   });
   per_tenant_device(out, all, "gpulimit_gpu_seconds_total",
-                    [](const TenantDeviceStatus& d) { return Figure(seconds(d.held_ns)); });
+                    [](const TenantDevice& d) { return Figure(seconds(d.held_ns)); });
   wait_histogram(out, all);
-  per_tenant_device(out, all, "gpulimit_token_grants_total",
-                    [](const TenantDeviceStatus& d) { return Figure(format_number(d.grants)); });
-  per_tenant_device(out, all, "gpulimit_token_revokes_total",
-                    [](const TenantDeviceStatus& d) { return Figure(format_number(d.revokes)); });
-  per_tenant_device(out, all, "gpulimit_token_overruns_total",
-                    [](const TenantDeviceStatus& d) { return Figure(format_number(d.overruns)); });
-  per_tenant_device(out, all, "gpulimit_oom_denials_total", [](const TenantDeviceStatus& d) {
+  per_tenant_device(out, all, "gpulimit_token_grants_total", [](const TenantDevice& d) {
+    return d.grants ? Figure(format_number(*d.grants)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_token_revokes_total", [](const TenantDevice& d) {
+    return d.revokes ? Figure(format_number(*d.revokes)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_token_overruns_total", [](const TenantDevice& d) {
+    return d.overruns ? Figure(format_number(*d.overruns)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_oom_denials_total", [](const TenantDevice& d) {
     return d.oom_denials ? Figure(format_number(*d.oom_denials)) : std::nullopt;
   });
-  per_tenant_device(out, all, "gpulimit_share_target", [](const TenantDeviceStatus& d) {
-    return Figure(format_number(d.share_target));
-  });
-  per_tenant_device(out, all, "gpulimit_share_achieved", [](const TenantDeviceStatus& d) {
-    return Figure(format_number(d.share_achieved));
-  });
+  per_tenant_device(out, all, "gpulimit_share_target",
+                    [](const TenantDevice& d) { return Figure(format_number(d.share_target)); });
+  per_tenant_device(out, all, "gpulimit_share_achieved",
+                    [](const TenantDevice& d) { return Figure(format_number(d.share_achieved)); });
   return out.take();
 }
 

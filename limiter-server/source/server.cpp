@@ -593,8 +593,8 @@ void Server::reply_status(ConnectionId id, Connection& connection) {
   if (unmanaged_) unmanaged_->forget_gone();
   const StatusSnapshot snapshot = status_snapshot(now);
   std::size_t left_out = 0;
-  const std::string body =
-      render_status(snapshot, protocol::kMaxMessageSize - sizeof(protocol::StatusReply), left_out);
+  const std::string body = render_status(
+      snapshot.report, protocol::kMaxMessageSize - sizeof(protocol::StatusReply), left_out);
   if (left_out > 0) spdlog::warn("status: {} tenants left out to fit in one message", left_out);
   std::vector<unsigned char> reply(sizeof(protocol::StatusReply) + body.size());
   const protocol::Header header{protocol::kMagic, protocol::kVersion, protocol::Type::kStatusReply,
@@ -821,20 +821,21 @@ std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
 }
 
 StatusSnapshot Server::status_snapshot(TimeNs now) const {
-  StatusSnapshot status;
+  StatusSnapshot snapshot;
+  protocol::status::Report& status = snapshot.report;
   status.server.pid = ::getpid();
   status.server.mode = mode_name(config_.mode);
   status.server.socket = socket_path();
-  status.server.quantum_us = config_.scheduler.quantum_ns / 1000;
+  status.server.quantum_us = static_cast<uint64_t>(config_.scheduler.quantum_ns / 1000);
   status.server.uptime_s = static_cast<double>(now - started_at_) / 1e9;
   status.server.protocol = protocol::kVersion;
   if (metrics_) status.server.metrics = metrics_->address().text();
   status.unmanaged = unmanaged_status();
 
   for (DeviceIndex device = 0; device < board_->device_count(); ++device) {
-    BoardDeviceStatus entry;
+    protocol::status::BoardDevice entry;
     entry.board_index = device;
-    entry.uuid = board_->uuid(device);
+    entry.uuid = format_gpu_uuid(board_->uuid(device));
     if (const TenantRecord* holder = registry_.tenant(scheduler_.holder(device)))
       entry.holder = holder->id;
     entry.waiting = scheduler_.waiting(device);
@@ -842,13 +843,15 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
   }
 
   for (const auto& [number, tenant] : registry_.tenants()) {
-    TenantStatus entry;
+    protocol::status::Tenant entry;
     entry.tenant = tenant.id;
     entry.number = number;
     entry.uid = tenant.uid;
     entry.user = tenant.user;
     entry.command = tenant.command;
-    entry.share = tenant.share;
+    if (tenant.share.sm_percent != 0) entry.sm_percent = tenant.share.sm_percent;
+    entry.weight = tenant.share.weight;
+    entry.priority = tenant.share.priority;
     std::string ledger_path;
     for (const ConnectionId id : tenant.processes) {
       const ProcessRecord* process = registry_.process(id);
@@ -862,10 +865,11 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
     std::string error;
     if (!shm::read_ledger_usage(ledger_path, tenant.uid, usage, error)) usage.clear();
     for (const DeviceIndex device : registry_.devices_of(number)) {
-      TenantDeviceStatus figures;
-      figures.uuid = board_->uuid(device);
+      const DeviceUuid uuid = board_->uuid(device);
+      protocol::status::TenantDevice figures;
+      figures.uuid = format_gpu_uuid(uuid);
       for (const shm::LedgerDeviceUsage& ledger_device : usage) {
-        if (ledger_device.uuid != figures.uuid) continue;
+        if (ledger_device.uuid != uuid) continue;
         figures.memory_used = ledger_device.used;
         figures.memory_cap = ledger_device.cap;
         figures.oom_denials = ledger_device.oom_denials;
@@ -873,18 +877,18 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
       const DeviceShareFigures shares = scheduler_.figures(number, device, now);
       figures.share_target = shares.share_target;
       figures.share_achieved = shares.share_achieved;
-      figures.held_ns = shares.held_ns;
+      figures.held_ns = static_cast<uint64_t>(shares.held_ns);
       const TenantDeviceCounters counters = scheduler_.statistics(number, device, now);
-      figures.wait_ns = counters.wait_ns;
+      figures.wait_ns = static_cast<uint64_t>(counters.wait_ns);
       figures.grants = counters.grants;
       figures.revokes = counters.revokes;
       figures.overruns = counters.overruns;
-      figures.waits = counters.waits;
-      entry.devices.push_back(figures);
+      snapshot.waits[{entry.tenant, figures.uuid}] = counters.waits;
+      entry.devices.push_back(std::move(figures));
     }
     status.tenants.push_back(std::move(entry));
   }
-  return status;
+  return snapshot;
 }
 
 }  // namespace gpulimit::server

@@ -184,8 +184,8 @@ void Server::driver_sample_ready() {
   unmanaged_->forget_gone();
 }
 
-std::vector<UnmanagedStatus> Server::unmanaged_status() const {
-  std::vector<UnmanagedStatus> entries;
+std::vector<protocol::status::UnmanagedProcess> Server::unmanaged_status() const {
+  std::vector<protocol::status::UnmanagedProcess> entries;
   if (!unmanaged_) return entries;
   for (const UnmanagedProcess& process : unmanaged_->list())
     entries.push_back({process.pid, process.uid, process.user, process.command, process.device});

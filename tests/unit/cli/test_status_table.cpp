@@ -151,7 +151,8 @@ TEST(StatusTable, RefusesWhatIsNotTheSchemaInOneLine) {
   const std::string server = R"("server": {"pid": 1, "mode": "user", "socket": "/s",
                                           "quantum_us": 1, "uptime_s": 1, "protocol": 1})";
   EXPECT_NE(render_error("{" + server + "}").find("devices"), std::string::npos);
-  EXPECT_NE(render_error("{" + server + R"(, "devices": {}, "tenants": []})").find("lists"),
+  EXPECT_NE(render_error("{" + server + R"(, "devices": {}, "tenants": []})")
+                .find("devices: must be a list"),
             std::string::npos);
   EXPECT_NE(render_error(R"({"server": {"pid": "one", "mode": "user", "socket": "/s",
                                         "quantum_us": 1, "uptime_s": 1, "protocol": 1},

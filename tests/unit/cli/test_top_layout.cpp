@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gpulimit/protocol/status_json.h"
 #include "top/top_layout.h"
-#include "top/top_snapshot.h"
 
 namespace gpulimit::cli {
 namespace {
@@ -53,9 +53,9 @@ constexpr const char* kStatus = R"({
 
 TopFrameInput input_of(const std::string& json, TopSortKey sort = TopSortKey::kMemory) {
   TopFrameInput input;
-  TopSnapshot snapshot;
+  protocol::status::Report snapshot;
   std::string error;
-  EXPECT_TRUE(parse_top_snapshot(json, snapshot, error)) << error;
+  EXPECT_TRUE(protocol::status::parse_status_report(json, snapshot, error)) << error;
   input.snapshot = snapshot;
   input.clock = "12:00:00";
   input.sort = sort;

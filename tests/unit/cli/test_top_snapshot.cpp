@@ -1,13 +1,19 @@
-// gpulimit top reads gpulimitd's status JSON: the newer per-tenant figures
-// are optional, so servers from before them still show.
+// gpulimit top reads gpulimitd's status JSON through the status schema's
+// mapping: the newer per-tenant figures are optional, so servers from before
+// them still show.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "top/top_snapshot.h"
+#include "gpulimit/protocol/status_json.h"
 
 namespace gpulimit::cli {
 namespace {
+
+using protocol::status::parse_status_report;
+using protocol::status::Report;
+using protocol::status::Tenant;
+using protocol::status::TenantDevice;
 
 const std::string kServer = R"("server": {"pid": 7, "mode": "user", "socket": "/s",
                                           "quantum_us": 20000, "uptime_s": 1.5, "protocol": 1})";
@@ -23,33 +29,33 @@ std::string status_with_device(const std::string& device_fields,
          device_fields + "}]}]}";
 }
 
-TopSnapshot parsed(const std::string& json) {
-  TopSnapshot snapshot;
+Report parsed(const std::string& json) {
+  Report snapshot;
   std::string error;
-  EXPECT_TRUE(parse_top_snapshot(json, snapshot, error)) << error;
+  EXPECT_TRUE(parse_status_report(json, snapshot, error)) << error;
   return snapshot;
 }
 
 std::string refused(const std::string& json) {
-  TopSnapshot snapshot;
+  Report snapshot;
   snapshot.server.pid = 99;
   std::string error;
-  EXPECT_FALSE(parse_top_snapshot(json, snapshot, error));
+  EXPECT_FALSE(parse_status_report(json, snapshot, error));
   EXPECT_EQ(snapshot.server.pid, 99) << "changed on failure";
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   return error;
 }
 
 TEST(TopSnapshot, AServerFromBeforeTheNewFieldsLeavesThemUnknown) {
-  const TopSnapshot sut = parsed(status_with_device(""));
+  const Report sut = parsed(status_with_device(""));
 
   ASSERT_EQ(sut.tenants.size(), 1u);
-  const TopTenant& tenant = sut.tenants[0];
+  const Tenant& tenant = sut.tenants[0];
   EXPECT_EQ(tenant.user, "alice");
   EXPECT_EQ(tenant.command, std::nullopt);
   EXPECT_EQ(tenant.pids, (std::vector<int64_t>{10, 11}));
   ASSERT_EQ(tenant.devices.size(), 1u);
-  const TopTenantDevice& device = tenant.devices[0];
+  const TenantDevice& device = tenant.devices[0];
   EXPECT_EQ(device.memory_used, 5u);
   EXPECT_EQ(device.memory_cap, 10u);
   EXPECT_DOUBLE_EQ(device.share_achieved, 0.25);
@@ -61,11 +67,11 @@ TEST(TopSnapshot, AServerFromBeforeTheNewFieldsLeavesThemUnknown) {
 }
 
 TEST(TopSnapshot, TheNewFieldsWhenTheServerSendsThem) {
-  const TopSnapshot sut = parsed(status_with_device(
+  const Report sut = parsed(status_with_device(
       R"(, "wait_ns": 1500000000, "grants": 4, "revokes": 3, "overruns": 1, "oom_denials": 2)",
       R"(, "command": "python train.py")"));
 
-  const TopTenantDevice& device = sut.tenants.at(0).devices.at(0);
+  const TenantDevice& device = sut.tenants.at(0).devices.at(0);
   EXPECT_EQ(sut.tenants[0].command, "python train.py");
   EXPECT_EQ(device.wait_ns, 1'500'000'000u);
   EXPECT_EQ(device.grants, 4u);
@@ -75,7 +81,7 @@ TEST(TopSnapshot, TheNewFieldsWhenTheServerSendsThem) {
 }
 
 TEST(TopSnapshot, NullMeansUnknownToo) {
-  const TopSnapshot sut = parsed(
+  const Report sut = parsed(
       status_with_device(R"(, "wait_ns": null, "oom_denials": null)", R"(, "command": null)"));
 
   EXPECT_EQ(sut.tenants.at(0).command, std::nullopt);
@@ -84,7 +90,7 @@ TEST(TopSnapshot, NullMeansUnknownToo) {
 }
 
 TEST(TopSnapshot, TheServerAndItsDevices) {
-  const TopSnapshot sut = parsed("{" + kServer + R"(, "devices": [
+  const Report sut = parsed("{" + kServer + R"(, "devices": [
       {"board_index": 1, "uuid": "GPU-b", "holder": "t", "waiting": 2},
       {"board_index": 0, "uuid": "GPU-a", "holder": null, "waiting": 0}], "tenants": []})");
 
@@ -111,10 +117,11 @@ TEST(TopSnapshot, RefusesWhatIsNotTheSchemaInOneLine) {
   EXPECT_NE(refused(status_with_device("", R"(, "command": 5)")).find("string"), std::string::npos);
   // The fields every server sends are required.
   EXPECT_NE(refused(R"({"server": {"pid": 7, "mode": "user", "socket": "/s",
-                                   "quantum_us": 20000, "uptime_s": 1.5},
+                                   "quantum_us": 20000, "uptime_s": 1.5, "protocol": 1},
                         "devices": [], "tenants": [
-      {"tenant": "t", "user": "u", "pids": [], "devices": [{"uuid": "GPU-a",
-       "memory_cap": 1, "share_target": 0, "share_achieved": 0}]}]})")
+      {"tenant": "t", "number": 0, "uid": 1000, "user": "u", "pids": [], "sm_percent": null,
+       "weight": 1, "priority": "normal", "devices": [{"uuid": "GPU-a",
+       "memory_cap": 1, "share_target": 0, "share_achieved": 0, "held_ns": 0}]}]})")
                 .find("memory_used"),
             std::string::npos);
 }

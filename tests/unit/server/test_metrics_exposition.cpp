@@ -14,26 +14,26 @@
 namespace gpulimit::server {
 namespace {
 
-constexpr DeviceUuid kUuid = {0xde, 0xad, 0xbe, 0xef};
 constexpr const char* kUuidText = "GPU-deadbeef-0000-0000-0000-000000000000";
 constexpr const char* kLabels =
     R"(gpu="3",UUID="GPU-deadbeef-0000-0000-0000-000000000000",tenant="train",user="alice")";
 
 StatusSnapshot one_tenant() {
-  StatusSnapshot status;
+  StatusSnapshot snapshot;
+  protocol::status::Report& status = snapshot.report;
   status.server.mode = "system";
   status.server.uptime_s = 12.5;
-  BoardDeviceStatus board;
+  protocol::status::BoardDevice board;
   board.board_index = 3;
-  board.uuid = kUuid;
+  board.uuid = kUuidText;
   board.waiting = 1;
   status.devices.push_back(board);
-  TenantStatus tenant;
+  protocol::status::Tenant tenant;
   tenant.tenant = "train";
   tenant.user = "alice";
   tenant.pids = {10, 11};
-  TenantDeviceStatus device;
-  device.uuid = kUuid;
+  protocol::status::TenantDevice device;
+  device.uuid = kUuidText;
   device.memory_used = 3'000;
   device.memory_cap = 8'000;
   device.held_ns = 2'500'000'000;
@@ -45,7 +45,7 @@ StatusSnapshot one_tenant() {
   device.share_achieved = 0.5;
   tenant.devices.push_back(device);
   status.tenants.push_back(tenant);
-  return status;
+  return snapshot;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -93,9 +93,9 @@ TEST(MetricsExposition, WritesEachFigureOfATenantWithDcgmStyleLabels) {
 
 TEST(MetricsExposition, LeavesOutMemoryFiguresOfAnUncappedDevice) {
   StatusSnapshot status = one_tenant();
-  status.tenants[0].devices[0].memory_used.reset();
-  status.tenants[0].devices[0].memory_cap.reset();
-  status.tenants[0].devices[0].oom_denials.reset();
+  status.report.tenants[0].devices[0].memory_used.reset();
+  status.report.tenants[0].devices[0].memory_cap.reset();
+  status.report.tenants[0].devices[0].oom_denials.reset();
 
   const auto sut = samples_of(render_metrics(status, "1"));
 
@@ -108,7 +108,7 @@ TEST(MetricsExposition, LeavesOutMemoryFiguresOfAnUncappedDevice) {
 
 TEST(MetricsExposition, WritesTheWaitHistogramCumulatively) {
   StatusSnapshot status = one_tenant();
-  WaitHistogram& waits = status.tenants[0].devices[0].waits;
+  WaitHistogram& waits = status.waits[{"train", kUuidText}];
   waits.observe(50'000);          // 50 us: first bucket
   waits.observe(3'000'000);       // 3 ms: the 5 ms bucket
   waits.observe(20'000'000'000);  // 20 s: only +Inf
@@ -138,7 +138,7 @@ TEST(MetricsExposition, EscapesBackslashQuoteAndNewlineInLabelValues) {
 
 TEST(MetricsExposition, EscapesATenantNamedAwkwardly) {
   StatusSnapshot status = one_tenant();
-  status.tenants[0].user = "o\"brien\\\n";
+  status.report.tenants[0].user = "o\"brien\\\n";
 
   const std::string text = render_metrics(status, "1");
 
@@ -195,7 +195,7 @@ TEST(MetricsExposition, NamesFollowPrometheusConventions) {
 
 TEST(MetricsExposition, WithNoTenantStillDescribesEveryFamily) {
   StatusSnapshot status;
-  status.server.mode = "user";
+  status.report.server.mode = "user";
 
   const std::string text = render_metrics(status, "1");
 

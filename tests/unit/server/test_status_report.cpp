@@ -8,24 +8,33 @@
 namespace gpulimit::server {
 namespace {
 
-StatusSnapshot snapshot_with_tenants(int count) {
-  StatusSnapshot status;
-  status.server = ServerStatus{77, "system", "/run/gpulimit/gpulimitd.sock", 20'000, 1.5, 1, {}};
-  BoardDeviceStatus device;
-  device.uuid = {0xde, 0xad, 0xbe, 0xef};
+using protocol::status::BoardDevice;
+using protocol::status::Report;
+using protocol::status::Tenant;
+using protocol::status::TenantDevice;
+
+constexpr const char* kUuid = "GPU-deadbeef-0000-0000-0000-000000000000";
+
+Report snapshot_with_tenants(int count) {
+  Report status;
+  status.server = {77, "system", "/run/gpulimit/gpulimitd.sock", 20'000, 1.5, 1, {}};
+  BoardDevice device;
+  device.uuid = kUuid;
   device.holder = "t0";
   device.waiting = 2;
   status.devices.push_back(device);
   for (int i = 0; i < count; ++i) {
-    TenantStatus tenant;
+    Tenant tenant;
     tenant.tenant = "t" + std::to_string(i);
     tenant.number = static_cast<uint32_t>(i + 1);
     tenant.uid = 1000;
     tenant.user = "alice";
     tenant.pids = {10, 11};
     tenant.command = "python train.py";
-    tenant.share = ComputeShare{i == 0 ? 30u : 0u, 2, protocol::Priority::kLow};
-    TenantDeviceStatus figures;
+    if (i == 0) tenant.sm_percent = 30;
+    tenant.weight = 2;
+    tenant.priority = protocol::Priority::kLow;
+    TenantDevice figures;
     figures.uuid = device.uuid;
     figures.memory_used = i == 0 ? std::optional<uint64_t>(5) : std::nullopt;
     figures.memory_cap = i == 0 ? std::optional<uint64_t>(10) : std::nullopt;
@@ -69,8 +78,51 @@ TEST(StatusReport, WritesTheSchema) {
   EXPECT_TRUE(text.starts_with(R"({"server":)")) << "the schema's order";
 }
 
+// Byte for byte what gpulimitd wrote before the schema had structs of its
+// own: operators' scripts read it.
+TEST(StatusReport, WritesTheSameBytesAsEver) {
+  Report status = snapshot_with_tenants(2);
+  status.server.protocol = 2;
+  status.server.metrics = "127.0.0.1:9401";
+  BoardDevice second;
+  second.board_index = 1;
+  second.uuid = "GPU-01020300-0000-0000-0000-000000000000";
+  status.devices.push_back(second);
+  status.unmanaged.push_back({31337, 1002, "carol", "python3", "/dev/nvidia0"});
+  status.tenants[1].command = "";
+  status.tenants[1].priority = protocol::Priority::kHigh;
+  Tenant idle;
+  idle.tenant = "idle";
+  idle.user = "bob";
+  idle.command = "";
+  status.tenants.push_back(idle);
+  std::size_t left_out = 99;
+
+  const std::string sut = render_status(status, 1 << 20, left_out);
+
+  EXPECT_EQ(left_out, 0u);
+  EXPECT_EQ(
+      sut,
+      R"({"server":{"pid":77,"mode":"system","socket":"/run/gpulimit/gpulimitd.sock",)"
+      R"("quantum_us":20000,"uptime_s":1.5,"protocol":2,"metrics":"127.0.0.1:9401"},)"
+      R"("devices":[{"board_index":0,"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
+      R"("holder":"t0","waiting":2},{"board_index":1,"uuid":"GPU-01020300-0000-0000-0000-000000000000",)"
+      R"("holder":null,"waiting":0}],"unmanaged":[{"pid":31337,"uid":1002,"user":"carol",)"
+      R"("command":"python3","device":"/dev/nvidia0"}],"tenants":[{"tenant":"t0",)"
+      R"("number":1,"uid":1000,"user":"alice","pids":[10,11],"command":"python train.py",)"
+      R"("sm_percent":30,"weight":2,"priority":"low","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
+      R"("memory_used":5,"memory_cap":10,"share_target":0.3,"share_achieved":0.25,)"
+      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}]},)"
+      R"({"tenant":"t1","number":2,"uid":1000,"user":"alice","pids":[10,11],"command":"",)"
+      R"("sm_percent":null,"weight":2,"priority":"high","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
+      R"("memory_used":null,"memory_cap":null,"share_target":0.3,"share_achieved":0.25,)"
+      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":null}]},)"
+      R"({"tenant":"idle","number":0,"uid":0,"user":"bob","pids":[],"command":"",)"
+      R"("sm_percent":null,"weight":1,"priority":"normal","devices":[]}]})");
+}
+
 TEST(StatusReport, NamesTheMetricsAddressWhenServing) {
-  StatusSnapshot status = snapshot_with_tenants(0);
+  Report status = snapshot_with_tenants(0);
   status.server.metrics = "127.0.0.1:9401";
   std::size_t left_out = 0;
 
@@ -80,7 +132,7 @@ TEST(StatusReport, NamesTheMetricsAddressWhenServing) {
 }
 
 TEST(StatusReport, ReplacesInvalidUtf8InACommand) {
-  StatusSnapshot status = snapshot_with_tenants(1);
+  Report status = snapshot_with_tenants(1);
   status.tenants[0].command = "python \xff\xfe";
   std::size_t left_out = 0;
 
@@ -91,7 +143,7 @@ TEST(StatusReport, ReplacesInvalidUtf8InACommand) {
 }
 
 TEST(StatusReport, LeavesTenantsOutToFitTheMessage) {
-  const StatusSnapshot status = snapshot_with_tenants(50);
+  const Report status = snapshot_with_tenants(50);
   std::size_t left_out = 0;
   const std::size_t whole = render_status(status, 1 << 20, left_out).size();
 

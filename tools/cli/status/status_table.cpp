@@ -4,16 +4,16 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <stdexcept>
+#include <optional>
 #include <vector>
 
 #include "common/decimal_text.h"
+#include "gpulimit/protocol/status_json.h"
 
 namespace gpulimit::cli {
 namespace {
 
-using nlohmann::json;
+namespace status = protocol::status;
 
 // Columns as wide as their widest cell, two spaces apart; the last column
 // is not padded, so no line ends in spaces.
@@ -76,92 +76,65 @@ std::string format_quantum(uint64_t microseconds) {
   return one_decimal(static_cast<double>(microseconds) / 1000.0) + " ms";
 }
 
-// null: the server does not know (used) or there is none (cap).
-std::string bytes_or(const json& value, const char* if_null) {
-  return value.is_null() ? if_null : format_bytes(value.get<uint64_t>());
+// None: the server does not know (used) or there is none (cap).
+std::string bytes_or(const std::optional<uint64_t>& value, const char* if_none) {
+  return value ? format_bytes(*value) : if_none;
 }
 
-std::string server_line(const json& server) {
-  // A braced list is evaluated in order: an error names the first field
-  // missing.
-  const std::string fields[] = {
-      std::to_string(server.at("pid").get<int64_t>()),
-      server.at("mode").get<std::string>(),
-      server.at("socket").get<std::string>(),
-      format_quantum(server.at("quantum_us").get<uint64_t>()),
-      format_duration(server.at("uptime_s").get<double>()),
-  };
-  server.at("protocol").get<uint64_t>();
-  return "gpulimitd " + fields[0] + ", " + fields[1] + " mode, up " + fields[4] + ", quantum " +
-         fields[3] + ", socket " + fields[2] + "\n";
+std::string server_line(const status::Server& server) {
+  return "gpulimitd " + std::to_string(server.pid) + ", " + server.mode + " mode, up " +
+         format_duration(server.uptime_s) + ", quantum " + format_quantum(server.quantum_us) +
+         ", socket " + server.socket + "\n";
 }
 
-std::string devices_table(const json& devices) {
+std::string devices_table(const std::vector<status::BoardDevice>& devices) {
   TextTable table;
   table.add({"DEVICE", "UUID", "HOLDER", "WAITING"});
-  for (const json& device : devices) {
-    const json& holder = device.at("holder");
-    table.add({std::to_string(device.at("board_index").get<uint64_t>()),
-               device.at("uuid").get<std::string>(),
-               holder.is_null() ? "-" : holder.get<std::string>(),
-               std::to_string(device.at("waiting").get<uint64_t>())});
-  }
+  for (const status::BoardDevice& device : devices)
+    table.add({std::to_string(device.board_index), device.uuid, device.holder.value_or("-"),
+               std::to_string(device.waiting)});
   return table.render();
 }
 
-std::string tenants_table(const json& tenants, const json& devices) {
+std::string tenants_table(const std::vector<status::Tenant>& tenants,
+                          const std::vector<status::BoardDevice>& devices) {
   // Devices by the index the first table shows them under.
   std::map<std::string, std::string> index_of;
-  for (const json& device : devices)
-    index_of[device.at("uuid").get<std::string>()] =
-        std::to_string(device.at("board_index").get<uint64_t>());
+  for (const status::BoardDevice& device : devices)
+    index_of[device.uuid] = std::to_string(device.board_index);
 
   TextTable table;
   table.add({"TENANT", "USER", "PIDS", "SM", "WEIGHT", "PRIORITY", "DEVICE", "MEMORY USED / CAP",
              "TARGET SHARE", "ACHIEVED"});
-  for (const json& tenant : tenants) {
-    const json& pid_list = tenant.at("pids");
-    const json& used = tenant.at("devices");
-    if (!pid_list.is_array() || !used.is_array())
-      throw std::invalid_argument("a tenant's pids and devices must be lists");
+  for (const status::Tenant& tenant : tenants) {
     std::string pids;
-    for (const json& pid : pid_list) {
+    for (const int64_t pid : tenant.pids) {
       if (!pids.empty()) pids += ',';
-      pids += std::to_string(pid.get<int64_t>());
+      pids += std::to_string(pid);
     }
-    const json& sm = tenant.at("sm_percent");
     std::vector<std::string> first = {
-        tenant.at("tenant").get<std::string>(),
-        tenant.at("user").get<std::string>(),
+        tenant.tenant,
+        tenant.user,
         pids.empty() ? "-" : pids,
-        sm.is_null() ? "-" : std::to_string(sm.get<uint64_t>()) + "%",
-        std::to_string(tenant.at("weight").get<uint64_t>()),
-        tenant.at("priority").get<std::string>(),
+        tenant.sm_percent ? std::to_string(*tenant.sm_percent) + "%" : "-",
+        std::to_string(tenant.weight),
+        protocol::priority_name(tenant.priority),
     };
-    // Checked even when there is no device row to show them in.
-    tenant.at("number").get<uint64_t>();
-    tenant.at("uid").get<uint64_t>();
-
-    if (used.empty()) {
+    if (tenant.devices.empty()) {
       first.insert(first.end(), {"-", "-", "-", "-"});
       table.add(std::move(first));
       continue;
     }
     const std::size_t tenant_columns = first.size();
     bool first_row = true;
-    for (const json& device : used) {
-      const std::string uuid = device.at("uuid").get<std::string>();
-      const auto index = index_of.find(uuid);
+    for (const status::TenantDevice& device : tenant.devices) {
+      const auto index = index_of.find(device.uuid);
       std::vector<std::string> row =
           first_row ? std::move(first) : std::vector<std::string>(tenant_columns);
-      // One field after the other, as in server_line.
-      const std::string used_bytes = bytes_or(device.at("memory_used"), "-");
-      const std::string cap_bytes = bytes_or(device.at("memory_cap"), "no cap");
-      const std::string target = format_percent(device.at("share_target").get<double>());
-      const std::string achieved = format_percent(device.at("share_achieved").get<double>());
-      device.at("held_ns").get<uint64_t>();
-      row.insert(row.end(), {index != index_of.end() ? index->second : uuid,
-                             used_bytes + " / " + cap_bytes, target, achieved});
+      row.insert(row.end(),
+                 {index != index_of.end() ? index->second : device.uuid,
+                  bytes_or(device.memory_used, "-") + " / " + bytes_or(device.memory_cap, "no cap"),
+                  format_percent(device.share_target), format_percent(device.share_achieved)});
       table.add(std::move(row));
       first_row = false;
     }
@@ -170,14 +143,12 @@ std::string tenants_table(const json& tenants, const json& devices) {
 }
 
 // Processes using a GPU without gpulimit, as the server's watcher saw them
-// (absent from servers that have no watcher).
-std::string unmanaged_table(const json& unmanaged) {
+// (none from servers that have no watcher).
+std::string unmanaged_table(const std::vector<status::UnmanagedProcess>& unmanaged) {
   TextTable table;
   table.add({"UNMANAGED PID", "USER", "COMMAND", "DEVICE"});
-  for (const json& process : unmanaged)
-    table.add({std::to_string(process.at("pid").get<int64_t>()),
-               process.at("user").get<std::string>(), process.at("command").get<std::string>(),
-               process.at("device").get<std::string>()});
+  for (const status::UnmanagedProcess& process : unmanaged)
+    table.add({std::to_string(process.pid), process.user, process.command, process.device});
   return table.render();
 }
 
@@ -197,28 +168,15 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 bool render_status_table(std::string_view json_text, std::string& out, std::string& error) {
-  try {
-    const json status = json::parse(json_text);
-    std::string text = server_line(status.at("server"));
-    const json& devices = status.at("devices");
-    const json& tenants = status.at("tenants");
-    if (!devices.is_array() || !tenants.is_array())
-      throw std::invalid_argument("devices and tenants must be lists");
-    if (!devices.empty()) text += "\n" + devices_table(devices);
-    text += tenants.empty() ? "\nno tenants\n" : "\n" + tenants_table(tenants, devices);
-    if (const auto unmanaged = status.find("unmanaged"); unmanaged != status.end()) {
-      if (!unmanaged->is_array()) throw std::invalid_argument("unmanaged must be a list");
-      if (!unmanaged->empty()) text += "\n" + unmanaged_table(*unmanaged);
-    }
-    out = std::move(text);
-    return true;
-  } catch (const json::exception& failure) {
-    error = std::string("malformed status from gpulimitd: ") + failure.what();
-    return false;
-  } catch (const std::invalid_argument& failure) {
-    error = std::string("malformed status from gpulimitd: ") + failure.what();
-    return false;
-  }
+  status::Report report;
+  if (!status::parse_status_report(json_text, report, error)) return false;
+  std::string text = server_line(report.server);
+  if (!report.devices.empty()) text += "\n" + devices_table(report.devices);
+  text += report.tenants.empty() ? "\nno tenants\n"
+                                 : "\n" + tenants_table(report.tenants, report.devices);
+  if (!report.unmanaged.empty()) text += "\n" + unmanaged_table(report.unmanaged);
+  out = std::move(text);
+  return true;
 }
 
 }  // namespace gpulimit::cli

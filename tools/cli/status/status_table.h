@@ -1,19 +1,5 @@
-// `gpulimit status` for people: gpulimitd's status JSON as tables.
-//
-// The JSON (the body of a StatusReply):
-//   {"server": {"pid": N, "mode": "user"|"system", "socket": "...",
-//               "quantum_us": N, "uptime_s": X, "protocol": 1},
-//    "devices": [{"board_index": N, "uuid": "GPU-...",
-//                 "holder": "<tenant id>"|null, "waiting": N}],
-//    "tenants": [{"tenant": "id", "number": N, "uid": N, "user": "name",
-//                 "pids": [N...], "sm_percent": N|null, "weight": N,
-//                 "priority": "low"|"normal"|"high",
-//                 "devices": [{"uuid": "GPU-...", "memory_used": N|null,
-//                              "memory_cap": N|null, "share_target": X,
-//                              "share_achieved": X, "held_ns": N}]}]}
-//    "unmanaged": [{"pid": N, "uid": N, "user": "name", "command": "...",
-//                   "device": "/dev/nvidia0"|"GPU-..."}]}   (optional)
-// Shares are fractions of the device's time, 0 to 1.
+// `gpulimit status` for people: gpulimitd's status (the status schema,
+// gpulimit/protocol/status.h) as tables.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +13,7 @@ namespace gpulimit::cli {
 // and capped in binary units, target and achieved share of GPU time in
 // percent; then the processes using a GPU without gpulimit, if the server
 // saw any. False with `error` set to one line when `json` is not of the
-// schema above.
+// schema.
 bool render_status_table(std::string_view json, std::string& out, std::string& error);
 
 // 1536 MiB is "1.5 GiB": the largest binary unit that leaves at least 1,

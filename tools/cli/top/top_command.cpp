@@ -17,10 +17,10 @@
 #include "common/help_text.h"
 #include "common/server_choice.h"
 #include "common/status_client.h"
+#include "gpulimit/protocol/status_json.h"
 #include "top/top_command_line.h"
 #include "top/top_layout.h"
 #include "top/top_screen.h"
-#include "top/top_snapshot.h"
 #include "top/top_terminal.h"
 
 namespace gpulimit::cli {
@@ -60,11 +60,11 @@ class StatusSource {
     std::string error;
     std::string socket;
     std::string reply;
-    TopSnapshot snapshot;
+    protocol::status::Report snapshot;
     if (!choose_server(places_, StartServer::kNo, envp_, socket, error)) {
       // `error` says where nobody listens.
     } else if (request_status(socket, reply, error, kTopReplyTimeout) &&
-               parse_top_snapshot(reply, snapshot, error)) {
+               protocol::status::parse_status_report(reply, snapshot, error)) {
       input.snapshot = std::move(snapshot);
       input.problem.clear();
       return true;

@@ -174,7 +174,7 @@ std::string first_fitting(std::initializer_list<std::string> choices, std::size_
 std::string title_line(const TopFrameInput& input, std::size_t width) {
   const std::string start = "top " + input.clock + "  ";
   if (!input.snapshot) return fit(start + "no server", width);
-  const TopServer& server = input.snapshot->server;
+  const protocol::status::Server& server = input.snapshot->server;
   const std::string tenants = std::to_string(input.snapshot->tenants.size()) +
                               (input.snapshot->tenants.size() == 1 ? " tenant" : " tenants");
   const std::string pid = "gpulimitd " + std::to_string(server.pid);
@@ -213,7 +213,8 @@ std::string no_server_line(const TopFrameInput& input, std::size_t width) {
              width);
 }
 
-TopRow row_of(const TopTenant& tenant, const TopTenantDevice* device) {
+TopRow row_of(const protocol::status::Tenant& tenant,
+              const protocol::status::TenantDevice* device) {
   TopRow row;
   row.tenant = tenant.tenant;
   row.user = tenant.user;
@@ -240,10 +241,10 @@ struct Group {
   std::vector<TopRow> rows;
 };
 
-std::vector<Group> groups_of(const TopSnapshot& snapshot, TopSortKey sort) {
+std::vector<Group> groups_of(const protocol::status::Report& snapshot, TopSortKey sort) {
   std::vector<Group> groups;
   std::map<std::string, std::size_t> by_uuid;
-  for (const TopDevice& device : snapshot.devices) {
+  for (const protocol::status::BoardDevice& device : snapshot.devices) {
     by_uuid.emplace(device.uuid, groups.size());
     Group& group = groups.emplace_back();
     group.name = "GPU " + std::to_string(device.board_index);
@@ -253,9 +254,9 @@ std::vector<Group> groups_of(const TopSnapshot& snapshot, TopSortKey sort) {
   }
   Group no_device;
   no_device.name = "no device yet";
-  for (const TopTenant& tenant : snapshot.tenants) {
+  for (const protocol::status::Tenant& tenant : snapshot.tenants) {
     if (tenant.devices.empty()) no_device.rows.push_back(row_of(tenant, nullptr));
-    for (const TopTenantDevice& device : tenant.devices) {
+    for (const protocol::status::TenantDevice& device : tenant.devices) {
       auto [at, added] = by_uuid.emplace(device.uuid, groups.size());
       if (added) {
         // A device the server's list does not name: shown by its UUID.

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "top/top_snapshot.h"
+#include "gpulimit/protocol/status.h"
 
 namespace gpulimit::cli {
 
@@ -76,7 +76,7 @@ std::string share_text(std::optional<double> achieved, std::optional<double> tar
 
 // What a frame shows: the snapshot, or why there is none.
 struct TopFrameInput {
-  std::optional<TopSnapshot> snapshot;
+  std::optional<protocol::status::Report> snapshot;
   std::string problem;  // when there is no snapshot: one line
   std::string clock;    // "HH:MM:SS", shown in the title
   double interval_s = 1;

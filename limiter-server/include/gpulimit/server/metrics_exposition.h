@@ -35,7 +35,7 @@ namespace gpulimit::server {
 inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // The whole exposition of `status`; `version` is gpulimitd's.
-std::string render_metrics(const StatusSnapshot& status, std::string_view version);
+std::string render_metrics(const StatusSnapshot& snapshot, std::string_view version);
 
 // The name of every family render_metrics() writes (histograms without
 // their _bucket, _sum and _count suffixes).

@@ -122,7 +122,7 @@ class Server {
   void track_tenant_process(pid_t pid);
   void untrack_tenant_process(pid_t pid);
   void driver_sample_ready();
-  std::vector<UnmanagedStatus> unmanaged_status() const;
+  std::vector<protocol::status::UnmanagedProcess> unmanaged_status() const;
 
   // Connections.
   void accept_connections();

@@ -127,8 +127,8 @@ struct StatusRequest {
   Header header;
 };
 
-// Header followed by header.size - sizeof(Header) bytes of JSON (see
-// limiter-server's status.h for its fields).
+// Header followed by header.size - sizeof(Header) bytes of JSON: the status
+// schema (status.h), mapped by status_json.h.
 struct StatusReply {
   Header header;
 };

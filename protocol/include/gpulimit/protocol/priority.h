@@ -20,4 +20,18 @@ constexpr Priority to_protocol(options::Priority priority) noexcept {
   return Priority::kNormal;
 }
 
+// The one spelling of each priority in text (the status JSON, gpulimitd's
+// log), the option table's: "low", "normal", "high".
+constexpr const char* priority_name(Priority priority) noexcept {
+  switch (priority) {
+    case Priority::kLow:
+      return "low";
+    case Priority::kHigh:
+      return "high";
+    case Priority::kNormal:
+      break;
+  }
+  return "normal";
+}
+
 }  // namespace gpulimit::protocol
