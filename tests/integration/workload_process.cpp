@@ -1,23 +1,13 @@
 #include "workload_process.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
-
-extern char** environ;
 
 namespace integration {
 namespace {
@@ -44,28 +34,6 @@ std::optional<uint64_t> to_number(std::string_view text) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return number;
-}
-
-// This process's environment with `overrides` replacing or adding variables.
-std::vector<std::string> child_environment(const Environment& overrides) {
-  std::vector<std::string> result;
-  for (char** entry = environ; *entry; ++entry) {
-    std::string_view variable(*entry);
-    const std::string_view name = variable.substr(0, variable.find('='));
-    bool overridden = false;
-    for (const auto& [key, value] : overrides)
-      overridden = overridden || key == name;
-    if (!overridden) result.emplace_back(variable);
-  }
-  for (const auto& [key, value] : overrides)
-    result.push_back(key + "=" + value);
-  return result;
-}
-
-int status_of(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return -1;
 }
 
 }  // namespace
@@ -127,59 +95,18 @@ std::string WorkloadRun::describe() const {
   return text.str();
 }
 
-TemporaryDirectory::TemporaryDirectory() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/gpulimit-test-XXXXXX";
-  if (mkdtemp(pattern.data()))
-    path_ = pattern;
-  else
-    ADD_FAILURE() << "mkdtemp(" << pattern << "): " << std::strerror(errno);
-}
-
-TemporaryDirectory::~TemporaryDirectory() {
-  std::error_code ignored;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-}
-
 WorkloadProcess::WorkloadProcess(const std::string& program, const std::vector<std::string>& args,
                                  const Environment& environment) {
   if (output_.path().empty()) return;
   out_path_ = output_.path() + "/stdout";
   err_path_ = output_.path() + "/stderr";
-
-  std::vector<std::string> argv_text = {program};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_text)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> envp_text = child_environment(environment);
-  std::vector<char*> envp;
-  for (std::string& variable : envp_text)
-    envp.push_back(variable.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int error =
-      posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    pid_ = -1;
-    ADD_FAILURE() << "cannot start " << program << ": " << std::strerror(error);
-  }
-}
-
-WorkloadProcess::~WorkloadProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  gpulimit::testing::Launch launch;
+  launch.argv = {program};
+  launch.argv.insert(launch.argv.end(), args.begin(), args.end());
+  launch.environment = gpulimit::testing::this_environment(environment);
+  launch.out = gpulimit::testing::Stream::file(out_path_);
+  launch.err = gpulimit::testing::Stream::file(err_path_);
+  process_ = gpulimit::testing::Process(launch);
 }
 
 std::string WorkloadProcess::read_stdout() const {
@@ -188,12 +115,9 @@ std::string WorkloadProcess::read_stdout() const {
 
 bool WorkloadProcess::wait_for_output(std::string_view text, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (pid_ > 0) {
+  while (process_.started() && !process_.reaped()) {
     if (read_stdout().find(text) != std::string::npos) return true;
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      break;
-    }
+    if (process_.wait_for_exit(std::chrono::milliseconds(0))) break;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(kPollInterval);
   }
@@ -201,33 +125,18 @@ bool WorkloadProcess::wait_for_output(std::string_view text, std::chrono::millis
 }
 
 void WorkloadProcess::kill_now() {
-  if (pid_ > 0) kill(pid_, SIGKILL);
+  process_.signal(SIGKILL);
 }
 
 WorkloadRun WorkloadProcess::wait(std::chrono::milliseconds timeout) {
   WorkloadRun run;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (pid_ > 0) {
-    int wait_status = 0;
-    const pid_t waited = waitpid(pid_, &wait_status, WNOHANG);
-    if (waited == pid_) {
-      run.exit_status = status_of(wait_status);
-      pid_ = -1;
-      break;
-    }
-    if (waited < 0 && errno != EINTR) {
-      pid_ = -1;
-      break;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
+  if (process_.started()) {
+    std::optional<gpulimit::testing::ExitStatus> status = process_.wait_for_exit(timeout);
+    if (!status && !process_.reaped()) {
       run.timed_out = true;
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &wait_status, 0);
-      run.exit_status = status_of(wait_status);
-      pid_ = -1;
-      break;
+      status = process_.kill_now();
     }
-    std::this_thread::sleep_for(kPollInterval);
+    if (status) run.exit_status = status->shell();
   }
   run.out = read_stdout();
   run.err = read_file(err_path_);

@@ -12,21 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "gpulimit/testing/process.h"
+#include "gpulimit/testing/temporary_directory.h"
+
 namespace integration {
 
 // Variables to set in the child, on top of this process's environment.
-using Environment = std::vector<std::pair<std::string, std::string>>;
-
-// `base` with `key` set to `value`, replacing an earlier setting.
-inline Environment with(Environment base, const std::string& key, const std::string& value) {
-  for (auto& [k, v] : base)
-    if (k == key) {
-      v = value;
-      return base;
-    }
-  base.emplace_back(key, value);
-  return base;
-}
+using Environment = gpulimit::testing::Variables;
+using gpulimit::testing::with;
 
 // A report line as the workloads print it (tests/workloads/README.md).
 class Report {
@@ -57,18 +50,7 @@ struct WorkloadRun {
   std::string describe() const;
 };
 
-// A fresh temporary directory, removed with its files on destruction.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory();
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-  ~TemporaryDirectory();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using gpulimit::testing::TemporaryDirectory;
 
 // A started workload. Its output goes to files, so that a test can look at
 // it while the workload runs.
@@ -78,11 +60,11 @@ class WorkloadProcess {
                   const Environment& environment);
   WorkloadProcess(const WorkloadProcess&) = delete;
   WorkloadProcess& operator=(const WorkloadProcess&) = delete;
-  // Kills the process if it still runs; its output files go with output_.
-  ~WorkloadProcess();
+  // Going, it kills the process if it still runs (process_ goes before
+  // output_, which takes the output files with it).
 
-  bool started() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool started() const { return process_.started(); }
+  pid_t pid() const { return process_.pid(); }
   // Waits until stdout contains `text`; false if the process ended or the
   // time ran out first.
   bool wait_for_output(std::string_view text, std::chrono::milliseconds timeout);
@@ -94,7 +76,7 @@ class WorkloadProcess {
   std::string read_stdout() const;
 
   TemporaryDirectory output_;
-  pid_t pid_ = -1;
+  gpulimit::testing::Process process_;
   std::string out_path_;
   std::string err_path_;
 };

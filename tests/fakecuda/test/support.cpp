@@ -1,14 +1,6 @@
 #include "support.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
-
-extern char** environ;
 
 namespace fakecuda::test {
 namespace {
@@ -84,65 +76,31 @@ Helper spawn_helper(const std::vector<std::string>& args,
 
 Helper spawn_program(const std::string& path, const std::vector<std::string>& args,
                      const std::map<std::string, std::string>& env) {
-  std::vector<std::string> vars;
-  for (char** e = environ; *e; ++e) {
-    std::string var = *e;
-    if (!env.count(var.substr(0, var.find('=')))) vars.push_back(var);
-  }
-  for (const auto& [key, value] : env)
-    vars.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& v : vars)
-    envp.push_back(v.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_storage = {path};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_storage)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  int pipe_fds[2];
-  int input_fds[2];
-  EXPECT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
-  EXPECT_EQ(pipe2(input_fds, O_CLOEXEC), 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, input_fds[0], 0);
+  gpulimit::testing::Launch launch;
+  launch.argv = {path};
+  launch.argv.insert(launch.argv.end(), args.begin(), args.end());
+  launch.environment =
+      gpulimit::testing::this_environment(gpulimit::testing::Variables(env.begin(), env.end()));
+  launch.in = gpulimit::testing::Stream::pipe();
+  launch.out = gpulimit::testing::Stream::pipe();
   Helper h;
-  EXPECT_EQ(posix_spawn(&h.pid, path.c_str(), &actions, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  close(pipe_fds[1]);
-  close(input_fds[0]);
-  h.out = pipe_fds[0];
-  h.in = input_fds[1];
+  h.process = gpulimit::testing::Process(launch);
+  h.pid = h.process.pid();
   return h;
 }
 
 std::string Helper::read_line() {
-  std::string line;
-  char c;
-  while (read(out, &c, 1) == 1) {
-    if (c == '\n') return line;
-    line += c;
-  }
-  return line;
+  return process.read_line(std::chrono::hours(1)).value_or("");
 }
 
 std::string Helper::ask(const std::string& line) {
-  const std::string sent = line + "\n";
-  if (write(in, sent.data(), sent.size()) != static_cast<ssize_t>(sent.size())) return "";
+  if (!process.say(line)) return "";
   return read_line();
 }
 
 int Helper::wait() {
-  int status = 0;
-  if (in >= 0) close(in);
-  in = -1;
-  waitpid(pid, &status, 0);
-  close(out);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  process.close_stdin();
+  return process.wait().shell();
 }
 
 std::string run_helper(const std::vector<std::string>& args,
@@ -153,11 +111,7 @@ std::string run_helper(const std::vector<std::string>& args,
 std::string run_program(const std::string& path, const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& env, int* status) {
   Helper h = spawn_program(path, args, env);
-  std::string all;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(h.out, buffer, sizeof(buffer))) > 0)
-    all.append(buffer, static_cast<size_t>(n));
+  const std::string all = h.process.read_stdout_to_end();
   int code = h.wait();
   if (status) *status = code;
   return all;

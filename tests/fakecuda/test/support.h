@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gpulimit/testing/process.h"
+
 #define ASSERT_CU(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
 #define EXPECT_CU(call) EXPECT_EQ((call), CUDA_SUCCESS) << #call
 
@@ -24,11 +26,11 @@ CUfunction plain_kernel();
 // Free and total memory of the current context's device.
 size_t free_memory();
 
-// A helper process (fakecuda_helper) running `args` with `env` added.
+// A helper process (fakecuda_helper) running `args` with `env` added, its
+// stdin and stdout on pipes; killed, if it still runs, when it goes.
 struct Helper {
+  gpulimit::testing::Process process;
   pid_t pid = -1;
-  int out = -1;             // its stdout
-  int in = -1;              // its stdin
   std::string read_line();  // blocks for the next line ("" at EOF)
   // Sends `line` to its stdin and returns the line it answers.
   std::string ask(const std::string& line);

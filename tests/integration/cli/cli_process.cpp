@@ -1,15 +1,12 @@
 #include "cli_process.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "gpulimit/testing/process.h"
 
 namespace integration {
 namespace {
@@ -19,14 +16,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::vector<char*> pointers_to(std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  for (std::string& text : strings)
-    pointers.push_back(text.data());
-  pointers.push_back(nullptr);
-  return pointers;
 }
 
 }  // namespace
@@ -60,35 +49,19 @@ CliRun run_program(const std::string& program, const std::vector<std::string>& a
   const std::string out_path = prefix + ".out";
   const std::string err_path = prefix + ".err";
 
-  std::vector<std::string> argv_text = {program};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<std::string> envp_text = environment;
-  const std::vector<char*> argv = pointers_to(argv_text);
-  const std::vector<char*> envp = pointers_to(envp_text);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (!working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_dir.c_str());
+  gpulimit::testing::Launch launch;
+  launch.argv = {program};
+  launch.argv.insert(launch.argv.end(), args.begin(), args.end());
+  launch.environment = environment;
+  launch.working_directory = working_dir;
+  launch.out = gpulimit::testing::Stream::file(out_path);
+  launch.err = gpulimit::testing::Stream::file(err_path);
 
   CliRun run;
-  const int error =
-      posix_spawn(&run.pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    ADD_FAILURE() << "cannot start " << program << ": " << std::strerror(error);
-    return run;
-  }
-  while (waitpid(run.pid, &run.wait_status, 0) < 0) {
-    if (errno != EINTR) {
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      break;
-    }
-  }
+  gpulimit::testing::Process process(launch);
+  if (!process.started()) return run;
+  run.pid = process.pid();
+  run.wait_status = process.wait().wait_status;
   run.out = read_file(out_path);
   run.err = read_file(err_path);
   return run;

@@ -17,6 +17,7 @@
 
 #include "cli_process.h"
 #include "gpulimit/shm/tenant_ledger.h"
+#include "gpulimit/testing/simulated_machine.h"
 #include "workload_process.h"
 
 namespace integration {
@@ -78,8 +79,8 @@ class GpulimitCli : public ::testing::Test {
 
   // The simulator's NVML with `devices` GPUs, on a machine of this test's own.
   std::vector<std::string> simulated_gpus(unsigned devices) const {
-    return {"LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR, "FAKECUDA_DEVICES=" + std::to_string(devices),
-            "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state"};
+    return gpulimit::testing::assignments(gpulimit::testing::with(
+        machine_.environment(), "FAKECUDA_DEVICES", std::to_string(devices)));
   }
 
   // With --no-server: these tests are about everything but the server
@@ -117,6 +118,8 @@ class GpulimitCli : public ::testing::Test {
   }
 
   TemporaryDirectory dir_;
+  // No memory sizes: the simulator's own.
+  gpulimit::testing::SimulatedMachine machine_{gpulimit::testing::MachineShape{1, "", ""}};
   std::string library_;
   std::string marker_;
 };

@@ -25,6 +25,7 @@
 #include "cli_process.h"
 #include "gpulimit/protocol/channel.h"
 #include "gpulimit/protocol/messages.h"
+#include "gpulimit/testing/simulated_machine.h"
 #include "workload_process.h"
 
 namespace integration {
@@ -407,9 +408,12 @@ class RealGpulimitd : public GpulimitServer {
   }
 
   std::vector<std::string> real_environment() const {
-    return without_server({"LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR, "FAKECUDA_DEVICES=2",
-                           "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state"});
+    return without_server(gpulimit::testing::assignments(
+        gpulimit::testing::with(machine_.environment(), "FAKECUDA_DEVICES", "2")));
   }
+
+  // No memory sizes: the simulator's own.
+  gpulimit::testing::SimulatedMachine machine_{gpulimit::testing::MachineShape{1, "", ""}};
 };
 
 TEST_F(RealGpulimitd, StartsOnDemandAndAnswersStatus) {

@@ -2,29 +2,28 @@
 // gpulimit starts a server and talks to it, not time-slicing. Takes
 // gpulimitd's options (--socket PATH, --idle-exit-s N; others ignored),
 // writes one line on how it was started to stdout (gpulimitd.log), then
-// listens and answers each StatusRequest with a fixed status naming its own
-// pid and socket. Exits on SIGTERM or after N seconds without a connection,
-// removing its socket.
+// listens (the tests' one stand-in server, gpulimit/testing/stand_in_server.h)
+// and answers each StatusRequest with a fixed status naming its own pid and
+// socket. Exits on SIGTERM or after N seconds without a connection, removing
+// its socket.
 //
 // STAND_IN_SERVER_MODE=never-listen: never listens (a server that hangs
 // while starting); =exit: exits with status 3 at once.
+#include "gpulimit/testing/stand_in_server.h"
+
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
-
-#include "gpulimit/protocol/channel.h"
-#include "gpulimit/protocol/messages.h"
+#include <thread>
 
 namespace {
 
@@ -56,27 +55,6 @@ std::string status_json(const std::string& socket) {
          R"(","quantum_us":20000,"uptime_s":1.5,"protocol":1},)"
          R"("devices":[{"board_index":0,"uuid":"GPU-fa4ec0da-0000-4000-8000-000000000000",)"
          R"("holder":null,"waiting":0}],"tenants":[]})";
-}
-
-void answer(int connection, const std::string& socket) {
-  std::vector<char> buffer(gpulimit::protocol::kMaxMessageSize);
-  const ssize_t got =
-      gpulimit::protocol::receive_message(connection, buffer.data(), buffer.size(), nullptr);
-  if (got <= 0 || gpulimit::protocol::check(buffer.data(), static_cast<std::size_t>(got)) !=
-                      gpulimit::protocol::Problem::kNone) {
-    return;
-  }
-  gpulimit::protocol::Header header;
-  std::memcpy(&header, buffer.data(), sizeof header);
-  if (header.type != gpulimit::protocol::Type::kStatusRequest) return;
-  const std::string body = status_json(socket);
-  const gpulimit::protocol::Header reply_header{
-      gpulimit::protocol::kMagic, gpulimit::protocol::kVersion,
-      gpulimit::protocol::Type::kStatusReply,
-      static_cast<uint32_t>(sizeof(gpulimit::protocol::Header) + body.size()), 0};
-  std::string reply(reinterpret_cast<const char*>(&reply_header), sizeof reply_header);
-  reply += body;
-  gpulimit::protocol::send_message(connection, reply.data(), reply.size());
 }
 
 }  // namespace
@@ -116,30 +94,21 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
 
-  const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
-  ::unlink(socket.c_str());
-  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(listener, 16) != 0) {
-    std::fprintf(stderr, "stand-in server: %s: %s\n", socket.c_str(), std::strerror(errno));
+  std::optional<gpulimit::testing::StandInServer> server;
+  try {
+    server.emplace(socket);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "stand-in server: %s\n", error.what());
     return 1;
   }
+  server->answer_status_with(status_json(socket));
   std::printf("listening\n");
   std::fflush(stdout);
 
-  while (!stop) {
-    pollfd watch{listener, POLLIN, 0};
-    const int ready = poll(&watch, 1, idle_exit_s * 1000);
-    if (ready == 0) break;    // idle
-    if (ready < 0) continue;  // a signal
-    const int connection = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) continue;
-    answer(connection, socket);
-    ::close(connection);
-  }
-  ::unlink(socket.c_str());
+  const auto idle = std::chrono::seconds(idle_exit_s);
+  while (!stop && std::chrono::steady_clock::now() - server->last_connection() < idle)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server->stop();
   std::printf("stopped\n");
   return 0;
 }

@@ -2,63 +2,33 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pty.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <thread>
 
+#include "gpulimit/testing/process.h"
+
 namespace integration {
-namespace {
-
-std::vector<char*> pointers_to(std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  for (std::string& text : strings)
-    pointers.push_back(text.data());
-  pointers.push_back(nullptr);
-  return pointers;
-}
-
-}  // namespace
 
 TerminalProcess::TerminalProcess(const std::string& program, const std::vector<std::string>& args,
                                  const std::vector<std::string>& environment,
                                  unsigned short columns, unsigned short rows) {
-  std::vector<std::string> argv_text = {program};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<std::string> envp_text = environment;
-  // Built before the fork: the child of a threaded process only execs.
-  const std::vector<char*> argv = pointers_to(argv_text);
-  const std::vector<char*> envp = pointers_to(envp_text);
-
-  winsize window{};
-  window.ws_col = columns;
-  window.ws_row = rows;
-  const pid_t pid = forkpty(&master_, nullptr, nullptr, &window);
-  if (pid == 0) {
-    execve(program.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  if (pid < 0) return;
-  pid_ = pid;
+  gpulimit::testing::Launch launch;
+  launch.argv = {program};
+  launch.argv.insert(launch.argv.end(), args.begin(), args.end());
+  launch.environment = environment;
+  launch.terminal = gpulimit::testing::Terminal{columns, rows};
+  process_ = gpulimit::testing::Process(launch);
+  if (!process_.started()) return;
+  master_ = process_.stdout_fd();
   fcntl(master_, F_SETFL, fcntl(master_, F_GETFL) | O_NONBLOCK);
-  // The parent's own handle on the terminal, for its settings after the
-  // program is gone.
-  if (const char* name = ptsname(master_)) slave_ = open(name, O_RDWR | O_NOCTTY);
-  if (slave_ >= 0) tcgetattr(slave_, &initial_);
 }
 
 TerminalProcess::~TerminalProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  if (slave_ >= 0) close(slave_);
-  if (master_ >= 0) close(master_);
+  process_.kill_now();
 }
 
 bool TerminalProcess::read_some(std::chrono::milliseconds timeout) {
@@ -103,19 +73,15 @@ bool TerminalProcess::resize(unsigned short columns, unsigned short rows) {
 
 int TerminalProcess::wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (pid_ > 0) {
+  while (process_.started() && !process_.reaped()) {
     read_some(std::chrono::milliseconds(20));
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (const auto status = process_.wait_for_exit(std::chrono::milliseconds(0))) {
       while (read_some(std::chrono::milliseconds(0))) {
       }
-      return status;
+      return status->wait_status;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
+      process_.kill_now();
       return -1;
     }
   }
@@ -124,7 +90,7 @@ int TerminalProcess::wait(std::chrono::milliseconds timeout) {
 
 termios TerminalProcess::settings() const {
   termios now{};
-  tcgetattr(slave_, &now);
+  tcgetattr(process_.terminal_fd(), &now);
   return now;
 }
 

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpulimit/testing/process.h"
+
 namespace integration {
 
 class TerminalProcess {
@@ -26,8 +28,8 @@ class TerminalProcess {
   // Kills the program if it still runs.
   ~TerminalProcess();
 
-  bool started() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool started() const { return process_.started(); }
+  pid_t pid() const { return process_.pid(); }
 
   // Everything the program has written so far.
   const std::string& output() const { return output_; }
@@ -45,16 +47,14 @@ class TerminalProcess {
   // The terminal's settings as they are now (the program may be gone).
   termios settings() const;
   // The settings the terminal started with.
-  const termios& initial_settings() const { return initial_; }
+  const termios& initial_settings() const { return process_.terminal_settings_at_start(); }
 
  private:
   // Appends what is there to read within `timeout`; false when nothing came.
   bool read_some(std::chrono::milliseconds timeout);
 
-  pid_t pid_ = -1;
-  int master_ = -1;
-  int slave_ = -1;  // kept open, so the terminal outlives the program
-  termios initial_{};
+  gpulimit::testing::Process process_;
+  int master_ = -1;  // process_'s
   std::string output_;
 };
 

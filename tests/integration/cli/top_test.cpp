@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "server_listening.h"
+#include "gpulimit/testing/server_listening.h"
 #include "simulated_machine.h"
 #include "top_terminal_process.h"
 #include "workload_process.h"

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/trace/trace.h"
 #include "workload_process.h"
 
@@ -93,21 +94,15 @@ void expect_same_kernels(const Trace& simulator, const Trace& tracer) {
 
 class CuptiTrace : public testing::Test {
  protected:
-  std::string simulator_trace() const { return directory_.path() + "/simulator.trace"; }
+  std::string simulator_trace() const { return machine_.trace_path(); }
   std::string tracer_trace() const { return directory_.path() + "/cupti.trace"; }
 
   // A simulated machine of this test's own, with the simulated CUPTI.
   Environment machine(int devices = 1) const {
-    return {
-        {"LD_LIBRARY_PATH", FAKECUDA_LIB_DIR},
-        {"FAKECUDA_STATE", directory_.path() + "/state"},
-        {"FAKECUDA_TRACE", simulator_trace()},
-        {"FAKECUDA_DEVICES", std::to_string(devices)},
-        {"FAKECUDA_MEM", "1G"},
-        {"FAKECUDA_CTX_MEM", "0"},
-        // In a sanitized build the preloaded library precedes the runtime.
-        {"ASAN_OPTIONS", "verify_asan_link_order=0"},
-    };
+    Environment environment =
+        with(machine_.environment(), "FAKECUDA_DEVICES", std::to_string(devices));
+    // In a sanitized build the preloaded library precedes the runtime.
+    return with(environment, "ASAN_OPTIONS", "verify_asan_link_order=0");
   }
 
   // `program args` under gpulimit-cupti-trace -o tracer_trace().
@@ -127,6 +122,7 @@ class CuptiTrace : public testing::Test {
   }
 
   TemporaryDirectory directory_;
+  gpulimit::testing::SimulatedMachine machine_{"1G"};
 };
 
 // How CUPTI's timestamps reach CLOCK_MONOTONIC: CUPTI calls the tracer's

@@ -17,27 +17,28 @@
 #include <vector>
 
 #include "gpulimit/shm/board.h"
+#include "gpulimit/testing/simulated_machine.h"
+#include "gpulimit/testing/stand_in_server.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "probe_process.h"
-#include "stand_in_server.h"
 
 namespace gate_test {
 namespace {
 
 using namespace std::chrono_literals;
 using gpulimit::protocol::Type;
+using gpulimit::testing::MachineShape;
+using gpulimit::testing::monotonic_ns;
+using gpulimit::testing::Received;
+using gpulimit::testing::SimulatedMachine;
+using gpulimit::testing::StandInServer;
+using gpulimit::testing::TracedKernel;
+using gpulimit::testing::with;
 
 constexpr auto kBlocked = 300ms;
 constexpr auto kSoon = 20s;
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint32_t kOtherTenant = 99;  // holds the token while the probe must wait
-
-struct TracedKernel {
-  int pid = 0;
-  uint32_t device = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-};
 
 class LaunchGate : public testing::Test {
  protected:
@@ -51,15 +52,13 @@ class LaunchGate : public testing::Test {
   }
 
   Environment environment(uint32_t devices = 1, bool gated = true) const {
-    Environment env{
-        {"LD_PRELOAD", GPULIMIT_LIBRARY_PATH},
-        {"FAKECUDA_STATE", directory_.path() + "/fakecuda.state"},
-        {"FAKECUDA_TRACE", directory_.path() + "/trace"},
-        {"FAKECUDA_DEVICES", std::to_string(devices)},
-        {"GPULIMIT_TENANT", "probe"},
-        {"GPULIMIT_LEDGER_DIR", directory_.path()},
-        {"ASAN_OPTIONS", "verify_asan_link_order=0"},
-    };
+    Environment env = with(machine_.environment(), "FAKECUDA_DEVICES", std::to_string(devices));
+    env.insert(env.end(), {
+                              {"LD_PRELOAD", GPULIMIT_LIBRARY_PATH},
+                              {"GPULIMIT_TENANT", "probe"},
+                              {"GPULIMIT_LEDGER_DIR", directory_.path()},
+                              {"ASAN_OPTIONS", "verify_asan_link_order=0"},
+                          });
     if (gated) env.emplace_back("GPULIMIT_SOCKET", socket_path());
     return env;
   }
@@ -78,18 +77,7 @@ class LaunchGate : public testing::Test {
     return probe;
   }
 
-  std::vector<TracedKernel> traced_kernels(int pid) const {
-    std::vector<TracedKernel> kernels;
-    std::ifstream trace(directory_.path() + "/trace");
-    for (std::string line; std::getline(trace, line);) {
-      std::istringstream fields(line);
-      TracedKernel k;
-      uint64_t stream = 0;
-      if (fields >> k.pid >> k.device >> stream >> k.start_ns >> k.end_ns && k.pid == pid)
-        kernels.push_back(k);
-    }
-    return kernels;
-  }
+  std::vector<TracedKernel> traced_kernels(pid_t pid) const { return machine_.traced_kernels(pid); }
 
   static auto from(pid_t pid, Type type) {
     return [pid, type](const Received& r) { return r.peer == pid && r.type == type; };
@@ -101,6 +89,8 @@ class LaunchGate : public testing::Test {
   }
 
   gpulimit::testing::TemporaryDirectory directory_;
+  // The simulator's own memory sizes: the gate's tests allocate nothing.
+  SimulatedMachine machine_{MachineShape{1, "", ""}};
   std::unique_ptr<StandInServer> server_;
   int probes_ = 0;
 };
@@ -516,7 +506,6 @@ TEST_F(LaunchGate, ASpinnerNeverRunsBetweenItsAckAndTheNextGrant) {
   ASSERT_EQ(server.tenant_number("spinner"), 2u);
   server.grant(0, 2);
   Environment env = environment();
-  env.emplace_back("LD_LIBRARY_PATH", FAKECUDA_LIB_DIR);
   for (auto& [name, value] : env)
     if (name == "GPULIMIT_TENANT") value = "spinner";
   ProbeProcess spinner({WORKLOAD_SPINNER_PATH, "--seconds", "3", "--kernel-ns", "1000000",

@@ -11,11 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "gpulimit/testing/process.h"
+
 namespace gate_test {
 
 // Variables set in the child on top of this process's environment, from
 // which every GPULIMIT_*, FAKECUDA_* and LD_PRELOAD variable is removed.
-using Environment = std::vector<std::pair<std::string, std::string>>;
+using Environment = gpulimit::testing::Variables;
 
 class ProbeProcess {
  public:
@@ -26,7 +28,7 @@ class ProbeProcess {
   // Closes stdin, then kills the process if it has not ended within a second.
   ~ProbeProcess();
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   void send(const std::string& line);
   // The next line of stdout, or nothing when none comes within `timeout`.
@@ -40,12 +42,8 @@ class ProbeProcess {
   std::string stderr_text() const;
 
  private:
-  pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
-  std::string pending_;
   std::string stderr_path_;
-  bool reaped_ = false;
+  gpulimit::testing::Process process_;
 };
 
 // The words of an answer line.

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpulimit/testing/process.h"
+
 namespace ledger_test {
 
 // Generous: bounds that only a wedged process could reach.
@@ -21,10 +23,9 @@ class HammerProcess {
                 const std::vector<std::string>& options = {});
   HammerProcess(const HammerProcess&) = delete;
   HammerProcess& operator=(const HammerProcess&) = delete;
-  // Kills the process if it still runs.
-  ~HammerProcess();
+  // Going, it kills the process if it still runs.
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   void send(std::string_view command);
   // Reads answers until one starts with `prefix` and returns it; "" when the
@@ -42,11 +43,7 @@ class HammerProcess {
   int exit_now(std::chrono::milliseconds timeout = kAnswerTimeout);
 
  private:
-  pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
-  bool reaped_ = false;
-  std::string buffered_;
+  gpulimit::testing::Process process_;
 };
 
 // The number after `key=` in an answer line; `fallback` when absent.

@@ -62,7 +62,7 @@ class EventLog : public ::testing::Test {
   }
 
   // An allocator of tenant `tenant` holding 256 MiB under a 1 GiB cap.
-  pid_t start_holder(const std::string& tenant) {
+  gpulimit::testing::Process start_holder(const std::string& tenant) {
     return server_test::spawn_program(
         {WORKLOAD_ALLOCATOR_PATH, "--target", "256M", "--chunk", "64M", "--hold", "120"},
         {"LD_PRELOAD=" GPULIMIT_LIBRARY_PATH, "LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR,
@@ -80,10 +80,10 @@ class EventLog : public ::testing::Test {
 
 TEST_F(EventLog, ATenantsJoinCrashReclaimAndLeaveAreOneLineEach) {
   // Arrange
-  const pid_t holder = start_holder("logged-1");
+  gpulimit::testing::Process holder = start_holder("logged-1");
   ASSERT_NE(wait_for_line(output_, std::regex("event=holding")), "") << read_file(output_);
   const std::string log_path = dir_.path() + "/gpulimitd.log";
-  const std::string pid = std::to_string(holder);
+  const std::string pid = std::to_string(holder.pid());
   // What the ledger charges the tenant: the allocations and the context.
   std::vector<gpulimit::shm::LedgerDeviceUsage> usage;
   std::string error;
@@ -95,7 +95,7 @@ TEST_F(EventLog, ATenantsJoinCrashReclaimAndLeaveAreOneLineEach) {
   ASSERT_GE(usage[0].used, 256u << 20);
 
   // Act
-  ::kill(holder, SIGKILL);
+  holder.signal(SIGKILL);
   EXPECT_EQ(server_test::wait_for_program(holder, kPatience), 128 + SIGKILL);
   const std::string given_back =
       wait_for_line(log_path, std::regex("given back after the exit of pid " + pid + "\\b"));
@@ -119,7 +119,7 @@ TEST_F(EventLog, ATenantsJoinCrashReclaimAndLeaveAreOneLineEach) {
 
 TEST_F(EventLog, AProcessThatExitsByItselfHasNothingGivenBack) {
   // Arrange: it frees what it holds and exits.
-  const pid_t allocator = server_test::spawn_program(
+  gpulimit::testing::Process allocator = server_test::spawn_program(
       {WORKLOAD_ALLOCATOR_PATH, "--target", "128M", "--chunk", "64M"},
       {"LD_PRELOAD=" GPULIMIT_LIBRARY_PATH, "LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR,
        "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state", "FAKECUDA_MEM=4G",

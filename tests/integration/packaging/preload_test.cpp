@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_process.h"
+#include "gpulimit/testing/process.h"
 #include "gpulimit/testing/temporary_directory.h"
 
 namespace {
@@ -301,29 +302,20 @@ TEST_F(PreloadCommand, EnablesAtTheSameTimeLoseNoEntry) {
   const std::string second = work_ + "/libsecond.so";
   fs::copy_file(library_, first);
   fs::copy_file(library_, second);
-  std::vector<pid_t> children;
+  std::vector<gpulimit::testing::Process> children;
 
   // Act
   for (const std::string& library : {first, second, first, second}) {
-    const pid_t child = fork();
-    if (child == 0) {
-      const std::string preload_file = "GPULIMIT_PRELOAD_FILE=" + preload_file_;
-      const std::string chosen = "GPULIMIT_LIBRARY=" + library;
-      char* const argv[] = {const_cast<char*>(GPULIMIT_CLI_PATH), const_cast<char*>("preload"),
-                            const_cast<char*>("enable"), nullptr};
-      char* const envp[] = {const_cast<char*>(preload_file.c_str()),
-                            const_cast<char*>(chosen.c_str()), nullptr};
-      execve(GPULIMIT_CLI_PATH, argv, envp);
-      _exit(127);
-    }
-    children.push_back(child);
+    gpulimit::testing::Launch launch;
+    launch.argv = {GPULIMIT_CLI_PATH, "preload", "enable"};
+    launch.environment = {"GPULIMIT_PRELOAD_FILE=" + preload_file_, "GPULIMIT_LIBRARY=" + library};
+    launch.in = gpulimit::testing::Stream::inherit();
+    launch.out = gpulimit::testing::Stream::inherit();
+    children.emplace_back(launch);
   }
   std::vector<int> statuses;
-  for (const pid_t child : children) {
-    int status = -1;
-    waitpid(child, &status, 0);
-    statuses.push_back(status);
-  }
+  for (gpulimit::testing::Process& child : children)
+    statuses.push_back(child.wait().wait_status);
 
   // Assert
   EXPECT_EQ(statuses, std::vector<int>(children.size(), 0));

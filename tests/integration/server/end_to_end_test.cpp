@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "gpulimit/trace/trace.h"
 #include "server_process.h"
@@ -47,26 +48,22 @@ class EndToEnd : public ::testing::Test {
   // Spinners, one per tenant, started together; each launches 1 ms kernels
   // on 2 streams for `seconds`. Returns once all have finished.
   std::map<std::string, pid_t> run_spinners(const std::vector<Tenant>& tenants, int seconds) {
-    std::map<std::string, pid_t> pids;
+    std::map<std::string, gpulimit::testing::Process> spinners;
     for (const Tenant& tenant : tenants) {
-      std::vector<std::string> environment = {
-          "LD_PRELOAD=" GPULIMIT_LIBRARY_PATH,
-          "LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR,
-          "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state",
-          "FAKECUDA_TRACE=" + dir_.path() + "/trace",
-          "GPULIMIT_SOCKET=" + server_->socket(),
-          "GPULIMIT_TENANT=" + tenant.name,
-          "GPULIMIT_LEDGER_DIR=" + dir_.path(),
-          "ASAN_OPTIONS=verify_asan_link_order=0",
-      };
+      std::vector<std::string> environment = gpulimit::testing::assignments(
+          gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant.name),
+                                  "GPULIMIT_SOCKET", server_->socket()));
       environment.insert(environment.end(), tenant.limits.begin(), tenant.limits.end());
-      pids[tenant.name] =
+      spinners[tenant.name] =
           spawn_program({WORKLOAD_SPINNER_PATH, "--seconds", std::to_string(seconds), "--kernel-ns",
                          "1000000", "--streams", "2", "--batch", "2"},
                         environment, dir_.path() + "/" + tenant.name + ".out");
     }
-    for (const auto& [name, pid] : pids)
-      EXPECT_EQ(wait_for_program(pid, kSpinnerTimeout), 0) << output_of(name) << server_->log();
+    std::map<std::string, pid_t> pids;
+    for (auto& [name, spinner] : spinners) {
+      EXPECT_EQ(wait_for_program(spinner, kSpinnerTimeout), 0) << output_of(name) << server_->log();
+      pids[name] = spinner.pid();
+    }
     return pids;
   }
 
@@ -79,7 +76,7 @@ class EndToEnd : public ::testing::Test {
 
   // The trace's report over the time every one of `pids` was running kernels.
   trace::Report report_while_all_ran(const std::map<std::string, pid_t>& pids) {
-    const trace::ParseResult loaded = trace::load(dir_.path() + "/trace");
+    const trace::ParseResult loaded = trace::load(machine_.trace_path());
     EXPECT_TRUE(loaded) << loaded.error().message();
     if (!loaded) return {};
     trace::AnalysisOptions options;
@@ -103,6 +100,7 @@ class EndToEnd : public ::testing::Test {
   }
 
   gpulimit::testing::TemporaryDirectory dir_;
+  gpulimit::testing::SimulatedMachine machine_;
   std::unique_ptr<ServerProcess> server_;
 };
 

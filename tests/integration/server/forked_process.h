@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "gpulimit/testing/process.h"
+
 namespace server_test {
 
 inline constexpr std::chrono::milliseconds kLineTimeout{10'000};
@@ -35,9 +37,8 @@ class ForkedProcess {
   explicit ForkedProcess(const std::function<int(ParentLine&)>& body);
   ForkedProcess(const ForkedProcess&) = delete;
   ForkedProcess& operator=(const ForkedProcess&) = delete;
-  ~ForkedProcess();
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   void say(std::string_view line);
   // Reads lines until one starts with `prefix`; "" at end of output or timeout.
   std::string expect(std::string_view prefix, std::chrono::milliseconds timeout = kLineTimeout);
@@ -47,11 +48,7 @@ class ForkedProcess {
   int wait_for_exit(std::chrono::milliseconds timeout = kLineTimeout);
 
  private:
-  pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
-  bool reaped_ = false;
-  std::string buffered_;
+  gpulimit::testing::Process process_;  // killed with the ForkedProcess
 };
 
 }  // namespace server_test

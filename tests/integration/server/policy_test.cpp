@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "server_process.h"
 #include "test_client.h"
@@ -69,18 +70,10 @@ class Policy : public ::testing::Test {
   // `limits` (GPULIMIT_*=VALUE) added.
   std::vector<std::string> tenant_environment(const std::string& tenant,
                                               const std::vector<std::string>& limits) const {
-    std::vector<std::string> environment = {
-        "LD_PRELOAD=" GPULIMIT_LIBRARY_PATH,
-        "LD_LIBRARY_PATH=" FAKECUDA_LIB_DIR,
-        "FAKECUDA_STATE=" + dir_.path() + "/fakecuda.state",
-        "FAKECUDA_MEM=4G",
-        // Contexts take nothing: what a test allocates is all a tenant is charged.
-        "FAKECUDA_CTX_MEM=0",
-        "GPULIMIT_SOCKET=" + server_->socket(),
-        "GPULIMIT_TENANT=" + tenant,
-        "GPULIMIT_LEDGER_DIR=" + dir_.path(),
-        "ASAN_OPTIONS=verify_asan_link_order=0",
-    };
+    // Contexts take nothing: what a test allocates is all a tenant is charged.
+    std::vector<std::string> environment = gpulimit::testing::assignments(
+        gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant),
+                                "GPULIMIT_SOCKET", server_->socket()));
     environment.insert(environment.end(), limits.begin(), limits.end());
     return environment;
   }
@@ -88,10 +81,11 @@ class Policy : public ::testing::Test {
   // Runs the allocator as tenant `tenant` up to 3 GiB in 64 MiB chunks; its output.
   std::string run_allocator(const std::string& tenant, const std::vector<std::string>& limits) {
     const std::string output = dir_.path() + "/" + tenant + ".out";
-    const pid_t pid = spawn_program(
+    gpulimit::testing::Process allocator = spawn_program(
         {WORKLOAD_ALLOCATOR_PATH, "--path", "linear", "--target", "3G", "--chunk", "64M"},
         tenant_environment(tenant, limits), output);
-    EXPECT_EQ(wait_for_program(pid, kProgramTimeout), 0) << read_file(output) << server_->log();
+    EXPECT_EQ(wait_for_program(allocator, kProgramTimeout), 0)
+        << read_file(output) << server_->log();
     return read_file(output);
   }
 
@@ -120,6 +114,7 @@ class Policy : public ::testing::Test {
   }
 
   gpulimit::testing::TemporaryDirectory dir_;
+  gpulimit::testing::SimulatedMachine machine_;
   std::unique_ptr<ServerProcess> server_;
 };
 
@@ -138,7 +133,7 @@ TEST_F(Policy, TheNoticeIsPrintedByTheTenantsFirstProcessOnly) {
   write_policy(my_entry() + "max_memory = \"1G\"\n");
   start_server();
   const std::string first_output = dir_.path() + "/first.out";
-  const pid_t first =
+  gpulimit::testing::Process first =
       spawn_program({WORKLOAD_ALLOCATOR_PATH, "--path", "linear", "--target", "3G", "--chunk",
                      "64M", "--hold", "60"},
                     tenant_environment("shared", {"GPULIMIT_MEM=2G"}), first_output);
@@ -148,7 +143,7 @@ TEST_F(Policy, TheNoticeIsPrintedByTheTenantsFirstProcessOnly) {
     std::this_thread::sleep_for(milliseconds(20));
 
   const std::string second = run_allocator("shared", {"GPULIMIT_MEM=2G"});
-  kill(first, SIGKILL);
+  first.signal(SIGKILL);
   wait_for_program(first, kProgramTimeout);
 
   EXPECT_EQ(value_of(read_file(first_output), "bytes"), std::to_string(1024 * kMiB))
@@ -186,14 +181,14 @@ TEST_F(Policy, SmWeightAndPriorityAboveTheMaximaAreLowered) {
   write_policy(my_entry() + "max_sm = 30\nmax_weight = 2\nmax_priority = \"normal\"\n");
   start_server();
   const std::string output = dir_.path() + "/spinner.out";
-  const pid_t spinner = spawn_program(
+  gpulimit::testing::Process spinner = spawn_program(
       {WORKLOAD_SPINNER_PATH, "--seconds", "30", "--kernel-ns", "1000000"},
       tenant_environment("greedy",
                          {"GPULIMIT_SM=80", "GPULIMIT_WEIGHT=5", "GPULIMIT_PRIORITY=high"}),
       output);
 
   const nlohmann::json tenant = wait_for_tenant("greedy");
-  kill(spinner, SIGKILL);
+  spinner.signal(SIGKILL);
   wait_for_program(spinner, kProgramTimeout);
 
   ASSERT_FALSE(tenant.is_null()) << read_file(output) << server_->log();

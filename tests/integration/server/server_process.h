@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gpulimit/testing/process.h"
+
 namespace server_test {
 
 // Generous: bounds that only a wedged server could reach.
@@ -19,11 +21,10 @@ class ServerProcess {
   ServerProcess(const std::string& dir, const std::vector<std::string>& options = {});
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
-  // SIGKILL if still running.
-  ~ServerProcess();
+  // Going, it SIGKILLs the server if it still runs.
 
   const std::string& socket() const { return socket_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   // Until the socket accepts connections; false if the server exited first.
   bool wait_until_serving(std::chrono::milliseconds timeout = kStartTimeout);
   // SIGTERM, then the exit status (128 + signal if killed), or -1 after the timeout.
@@ -35,17 +36,17 @@ class ServerProcess {
  private:
   std::string socket_;
   std::string log_path_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
+  gpulimit::testing::Process process_;
 };
 
 // Starts `args` (a program and its arguments) with exactly `environment`
-// (NAME=VALUE each), stdout and stderr to `output_path`. Its pid.
-pid_t spawn_program(const std::vector<std::string>& args,
-                    const std::vector<std::string>& environment, const std::string& output_path);
-// The exit status of `pid` (128 + signal if killed), or -1 after the timeout
-// (it is then killed).
-int wait_for_program(pid_t pid, std::chrono::milliseconds timeout);
+// (NAME=VALUE each), stdout and stderr to `output_path`.
+gpulimit::testing::Process spawn_program(const std::vector<std::string>& args,
+                                         const std::vector<std::string>& environment,
+                                         const std::string& output_path);
+// The exit status of `program` (128 + signal if killed), or -1 after the
+// timeout (it is then killed).
+int wait_for_program(gpulimit::testing::Process& program, std::chrono::milliseconds timeout);
 
 // Runs gpulimitd with `args` to its end; its exit status and stderr.
 struct CommandOutcome {

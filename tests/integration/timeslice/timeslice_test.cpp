@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "gpulimit/testing/server_listening.h"
 #include "gpulimit/trace/analysis.h"
 #include "gpulimit/trace/parse.h"
-#include "server_listening.h"
 #include "simulated_machine.h"
 #include "workload_process.h"
 

@@ -12,15 +12,16 @@
 
 namespace gpulimit::testing {
 
-// Writes all of `text`, retrying on EINTR; gives up quietly when the reader
+// Writes all of `text`, retrying on EINTR; false, quietly, when the reader
 // has gone (the test then sees the helper's end).
-inline void write_all(int fd, std::string_view text) {
+inline bool write_all(int fd, std::string_view text) {
   while (!text.empty()) {
     const ssize_t written = ::write(fd, text.data(), text.size());
     if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return;
+    if (written <= 0) return false;
     text.remove_prefix(static_cast<size_t>(written));
   }
+  return true;
 }
 
 // Appends what `fd` has to `buffer`, waiting until `deadline` at most; false

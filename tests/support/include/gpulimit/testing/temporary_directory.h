@@ -1,5 +1,6 @@
 // A fresh directory per test, removed with its files at the end, so that
-// tests running in parallel never share a ledger.
+// tests running in parallel never share a ledger, a socket or a simulated
+// machine.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,7 +17,7 @@ class TemporaryDirectory {
  public:
   TemporaryDirectory() {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/gpulimit-ledger-XXXXXX";
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/gpulimit-test-XXXXXX";
     if (mkdtemp(pattern.data()))
       path_ = pattern;
     else

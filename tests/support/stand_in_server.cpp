@@ -1,4 +1,4 @@
-#include "stand_in_server.h"
+#include "gpulimit/testing/stand_in_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include "gpulimit/protocol/channel.h"
 #include "gpulimit/shm/futex.h"
 
-namespace gate_test {
+namespace gpulimit::testing {
 
 namespace protocol = gpulimit::protocol;
 namespace shm = gpulimit::shm;
@@ -108,6 +108,11 @@ void StandInServer::hang_up_on_hello(bool hang_up) {
   hang_up_ = hang_up;
 }
 
+void StandInServer::answer_status_with(std::string json) {
+  std::lock_guard<std::mutex> guard(mu_);
+  status_json_ = std::move(json);
+}
+
 void StandInServer::stop() {
   {
     std::lock_guard<std::mutex> guard(mu_);
@@ -158,6 +163,11 @@ size_t StandInServer::connections() const {
   return clients_.size();
 }
 
+std::chrono::steady_clock::time_point StandInServer::last_connection() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return last_connection_;
+}
+
 void StandInServer::serve() {
   for (;;) {
     std::vector<pollfd> fds{{stop_pipe_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
@@ -183,6 +193,7 @@ void StandInServer::accept_one() {
   protocol::peer_credentials(fd, peer);
   std::lock_guard<std::mutex> guard(mu_);
   clients_.emplace_back(fd, peer.pid);
+  last_connection_ = std::chrono::steady_clock::now();
 }
 
 void StandInServer::read_one(int fd, pid_t peer) {
@@ -267,6 +278,21 @@ void StandInServer::read_one(int fd, pid_t peer) {
       r.grant = ack.grant;
       break;
     }
+    case protocol::Type::kStatusRequest: {
+      std::string body;
+      {
+        std::lock_guard<std::mutex> guard(mu_);
+        body = status_json_;
+      }
+      if (body.empty()) break;
+      const protocol::Header reply_header{
+          protocol::kMagic, protocol::kVersion, protocol::Type::kStatusReply,
+          static_cast<uint32_t>(sizeof(protocol::Header) + body.size()), 0};
+      std::string reply(reinterpret_cast<const char*>(&reply_header), sizeof reply_header);
+      reply += body;
+      protocol::send_message(fd, reply.data(), reply.size());
+      break;
+    }
     default:
       break;
   }
@@ -281,4 +307,4 @@ void StandInServer::read_one(int fd, pid_t peer) {
   changed_.notify_all();
 }
 
-}  // namespace gate_test
+}  // namespace gpulimit::testing

@@ -1,7 +1,10 @@
-// A stand-in for gpulimitd inside the test process: it listens on a unix
-// socket, answers Hello with Welcome and a read-only board (or Refused),
-// records every message it receives, and changes a token word only when the
-// test says so. It schedules nothing by itself.
+// A stand-in for gpulimitd: it listens on a unix socket, answers Hello with
+// Welcome and a read-only board (or Refused), a StatusRequest with the
+// status the test gives, records every message it receives, and changes a
+// token word only when the test says so. It schedules nothing by itself.
+// It serves from a thread of the process that holds it: the launch gate's
+// tests hold it in the test, the CLI's tests run it as a program of its own
+// that the gpulimit command starts (tests/integration/cli/stand_in_server.cpp).
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +23,7 @@
 #include "gpulimit/protocol/messages.h"
 #include "gpulimit/shm/board_mapping.h"
 
-namespace gate_test {
+namespace gpulimit::testing {
 
 // CLOCK_MONOTONIC in nanoseconds: the clock of the simulator's trace.
 uint64_t monotonic_ns();
@@ -65,6 +68,9 @@ class StandInServer {
   void refuse_with(std::string reason);
   // While set, closes the connection on Hello without answering.
   void hang_up_on_hello(bool hang_up);
+  // Answers every later StatusRequest with a StatusReply of `json` (none
+  // are answered before).
+  void answer_status_with(std::string json);
 
   // The server goes: every connection and the listening socket close, the
   // socket file is removed.
@@ -81,6 +87,9 @@ class StandInServer {
                       std::chrono::milliseconds timeout) const;
   // How many connections are open now.
   size_t connections() const;
+  // When the last connection was accepted (when the server started, before
+  // the first).
+  std::chrono::steady_clock::time_point last_connection() const;
 
  private:
   void serve();
@@ -100,6 +109,8 @@ class StandInServer {
   std::vector<std::pair<int, pid_t>> clients_;
   std::vector<std::string> tenants_;
   std::string refusal_;
+  std::string status_json_;
+  std::chrono::steady_clock::time_point last_connection_ = std::chrono::steady_clock::now();
   bool hang_up_ = false;
   bool stopped_ = false;
 };
@@ -107,4 +118,4 @@ class StandInServer {
 // The simulator's UUID of device `index`.
 void simulated_uuid(uint32_t index, unsigned char out[16]);
 
-}  // namespace gate_test
+}  // namespace gpulimit::testing
