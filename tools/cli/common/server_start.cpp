@@ -18,6 +18,7 @@
 #include "common/exec_arguments.h"
 #include "common/server_choice.h"
 #include "common/server_program.h"
+#include "gpulimit/options/environment.h"
 #include "gpulimit/options/option_table.h"
 
 namespace gpulimit::cli {
@@ -28,10 +29,6 @@ using Clock = std::chrono::steady_clock;
 // The longest the helper goes without looking again: a server binds its
 // socket (the event inotify reports) a moment before it listens.
 constexpr std::chrono::milliseconds kRecheckInterval{20};
-
-std::string_view name_of(std::string_view assignment) {
-  return assignment.substr(0, assignment.find('='));
-}
 
 bool is_left_out(std::string_view name) {
   return name == "LD_PRELOAD" || name == "CUDA_VISIBLE_DEVICES" ||
@@ -167,7 +164,7 @@ std::string read_all(int fd) {
 std::vector<std::string> server_environment(char* const* envp) {
   std::vector<std::string> environment;
   for (char* const* entry = envp; entry && *entry; ++entry)
-    if (!is_left_out(name_of(*entry))) environment.emplace_back(*entry);
+    if (!is_left_out(options::variable_name(*entry))) environment.emplace_back(*entry);
   return environment;
 }
 

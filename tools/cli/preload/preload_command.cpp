@@ -1,11 +1,11 @@
 #include "preload/preload_command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
+#include "common/file_identity.h"
 #include "common/interposer_library.h"
 #include "preload/preload_entries.h"
 #include "preload/preload_file.h"
@@ -28,19 +28,12 @@ int done(const std::string& message) {
   return 0;
 }
 
-bool same_file(const std::string& a, std::string_view b) {
-  struct stat first {};
-  struct stat second {};
-  return ::stat(a.c_str(), &first) == 0 && ::stat(std::string(b).c_str(), &second) == 0 &&
-         first.st_dev == second.st_dev && first.st_ino == second.st_ino;
-}
-
 // An entry that is `library` itself (by path or by file) or any other copy
 // of the interposer.
 PreloadEntryTest interposer_entries(const std::string& library) {
   return [library](std::string_view entry) {
     return names_interposer(entry) ||
-           (!library.empty() && (entry == library || same_file(library, entry)));
+           (!library.empty() && (entry == library || same_file(library, std::string(entry))));
   };
 }
 

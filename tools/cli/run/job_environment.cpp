@@ -14,10 +14,6 @@ namespace {
 
 constexpr std::string_view kPreloadVariable = "LD_PRELOAD";
 
-std::string_view name_of(std::string_view assignment) {
-  return assignment.substr(0, assignment.find('='));
-}
-
 }  // namespace
 
 bool job_environment(char* const* base, const options::Limits& limits, const std::string& library,
@@ -26,7 +22,7 @@ bool job_environment(char* const* base, const options::Limits& limits, const std
   std::optional<std::string_view> preload;
   for (char* const* entry = base; entry && *entry; ++entry) {
     const std::string_view assignment(*entry);
-    const std::string_view name = name_of(assignment);
+    const std::string_view name = options::variable_name(assignment);
     if (name == kPreloadVariable) {
       // The first counts, as with getenv; every one goes.
       if (!preload) preload = assignment.substr(std::min(assignment.size(), name.size() + 1));

@@ -1,18 +1,11 @@
 #include "run/preload_list.h"
 
-#include <sys/stat.h>
+#include "common/file_identity.h"
 
 namespace gpulimit::cli {
 namespace {
 
 constexpr std::string_view kLibraryName = "libgpulimit.so";
-
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat first {};
-  struct stat second {};
-  return stat(a.c_str(), &first) == 0 && stat(b.c_str(), &second) == 0 &&
-         first.st_dev == second.st_dev && first.st_ino == second.st_ino;
-}
 
 bool is_interposer(const std::string& entry, const std::string& library) {
   const std::size_t slash = entry.rfind('/');
