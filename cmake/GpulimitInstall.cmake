@@ -3,7 +3,7 @@
 #                                 side: gpulimit looks for gpulimitd beside itself
 #                                 (gpulimitd's rule is in limiter-server/)
 #   lib/libgpulimit.so            the interposer, where gpulimit looks for it
-#                                 (<bin>/../lib, tools/cli/interposer_library.cpp);
+#                                 (<bin>/../lib, tools/cli/common/interposer_library.cpp);
 #                                 plain lib, not the multiarch directory: nothing
 #                                 links against it, and /etc/ld.so.preload names
 #                                 it by its path

@@ -1,7 +1,7 @@
 # Turns a --help page written as a manual page into roff, so that the
 # installed page is the program's own text and cannot drift from it.
 # help2man cannot: it reads a GNU-style option list, and gpulimit's --help
-# is a whole page already (tools/cli/help_text.cpp).
+# is a whole page already (tools/cli/common/help_text.cpp).
 #
 #   cmake -DPROGRAM=path -DTITLE=GPULIMIT -DSECTION=1 -DVERSION=0.1.0
 #         -DOUTPUT=gpulimit.1 -P help_to_roff.cmake

@@ -22,10 +22,6 @@ bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-bool all_digits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), is_digit);
-}
-
 // Digits only (no sign, no space), at most `max`.
 bool parse_decimal(std::string_view text, uint64_t max, uint64_t& out) {
   if (!all_digits(text)) return false;
@@ -91,6 +87,10 @@ bool is_tenant_char(char c) {
 }
 
 }  // namespace
+
+bool all_digits(std::string_view text) noexcept {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is_digit);
+}
 
 bool parse_amount(std::string_view text, Amount& out, std::string& reason) noexcept {
   return detail::without_exceptions(reason, [&] {

@@ -31,11 +31,11 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "common/server_choice.h"
 #include "gpulimit/options/option_table.h"
 #include "gpulimit/shm/tenant_ledger.h"
-#include "job_environment.h"
 #include "plugin_settings.h"
-#include "server_choice.h"
+#include "run/job_environment.h"
 #include "step_limits.h"
 #include "step_options.h"
 #include "step_tenant.h"
@@ -130,10 +130,7 @@ std::optional<std::string> job_variable(spank_t spank, const char* name) {
 }
 
 bool is_written_variable(std::string_view name) {
-  if (name == "LD_PRELOAD") return true;
-  for (const options::OptionSpec& spec : options::kOptionTable)
-    if (name == spec.variable) return true;
-  return false;
+  return name == "LD_PRELOAD" || options::is_option_variable(name);
 }
 
 // Whether the step asked for GPU time, which only gpulimitd can share out.

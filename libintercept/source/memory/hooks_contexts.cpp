@@ -112,8 +112,6 @@ bool own_memory(nvmlDevice_t device, uint64_t* bytes) noexcept try {
   return false;  // no host memory for the list: measured another way
 }
 
-constexpr int kMaxOrdinals = 64;
-
 // Context creation and primary-context state changes, one at a time: the
 // measurement must see one creation alone, and the primary context's state
 // before a retain must still hold when the retain runs.
@@ -124,7 +122,7 @@ struct Footprint {
   bool measured = false;
   uint64_t bytes = 0;
 };
-Footprint footprints[kMaxOrdinals];  // under lifecycle_mu
+Footprint footprints[options::kDeviceOrdinalCount];  // under lifecycle_mu
 
 // What a context was charged: each cuCtxCreate context, and each device's
 // primary context.
@@ -132,7 +130,7 @@ struct Charge {
   int device = -1;  // the ledger's
   uint64_t bytes = 0;
 };
-Charge primary_charges[kMaxOrdinals];  // under lifecycle_mu
+Charge primary_charges[options::kDeviceOrdinalCount];  // under lifecycle_mu
 
 std::mutex contexts_mu;  // after lifecycle_mu when both are taken
 std::unordered_map<CUcontext, Charge>& contexts() {
@@ -202,7 +200,7 @@ CUresult create_charged(Tenant* tenant, CUcontext* pctx, CUdevice dev, int devic
 
 // The ledger device of CUDA device `dev` under a cap, or -1.
 int capped_device(Tenant* tenant, CUdevice dev) {
-  return tenant && dev >= 0 && dev < kMaxOrdinals ? tenant->ledger_device(dev) : -1;
+  return tenant && dev >= 0 && dev < options::kDeviceOrdinalCount ? tenant->ledger_device(dev) : -1;
 }
 
 template <typename Create>

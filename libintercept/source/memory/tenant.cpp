@@ -29,7 +29,6 @@ void refuse_cuda();
 
 namespace {
 
-constexpr int kMaxOrdinals = 64;
 constexpr size_t kShards = 64;
 
 // Allocation pointer -> (ledger device, bytes). Sharded so that threads
@@ -74,8 +73,8 @@ class AllocationRegistry {
 struct Attachment {
   options::Limits limits;
   std::unique_ptr<shm::TenantLedger> ledger;
-  std::array<int, kMaxOrdinals> ledger_device;
-  std::array<CUuuid, kMaxOrdinals> uuid;
+  std::array<int, options::kDeviceOrdinalCount> ledger_device;
+  std::array<CUuuid, options::kDeviceOrdinalCount> uuid;
   AllocationRegistry allocations;
   AllocationRegistry handles;
 };
@@ -142,9 +141,10 @@ CUresult Tenant::attach(Phase phase) {
 
   // With a server, its answer first: an administrator's policy may cap
   // memory the job did not ask to cap, or cap it lower than it asked.
-  std::array<uint64_t, kMaxOrdinals> granted{};
+  std::array<uint64_t, options::kDeviceOrdinalCount> granted{};
   const bool have_grant =
-      !limits.socket.empty() && gate::join_for_memory(limits, granted.data(), kMaxOrdinals);
+      !limits.socket.empty() &&
+      gate::join_for_memory(limits, granted.data(), options::kDeviceOrdinalCount);
   if (limits.memory.empty() && (!have_grant || std::all_of(granted.begin(), granted.end(),
                                                            [](uint64_t c) { return c == 0; })))
     return CUDA_SUCCESS;
@@ -165,7 +165,7 @@ CUresult Tenant::attach(Phase phase) {
   auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
   auto total_mem = real_function(real::cuDeviceTotalMem_v2);
   if (!get_count || !get_uuid || !total_mem || get_count(&count) != CUDA_SUCCESS) count = 0;
-  for (int ordinal = 0; ordinal < count && ordinal < kMaxOrdinals; ++ordinal) {
+  for (int ordinal = 0; ordinal < count && ordinal < options::kDeviceOrdinalCount; ++ordinal) {
     std::optional<options::Amount> amount =
         limits.memory.for_device(static_cast<unsigned>(ordinal));
     const uint64_t grant = granted[static_cast<size_t>(ordinal)];
@@ -211,7 +211,7 @@ void child_after_fork() {
 }  // namespace
 
 int Tenant::ledger_device(CUdevice ordinal) const {
-  if (ordinal < 0 || ordinal >= kMaxOrdinals || !attachment) return -1;
+  if (ordinal < 0 || ordinal >= options::kDeviceOrdinalCount || !attachment) return -1;
   return attachment->ledger_device[static_cast<size_t>(ordinal)];
 }
 
@@ -247,7 +247,7 @@ bool Tenant::forget_handle(uint64_t handle, int* device, uint64_t* bytes) {
 }
 
 bool Tenant::view_uuid(const unsigned char uuid[16], uint64_t* cap, uint64_t* used) {
-  for (int ordinal = 0; ordinal < kMaxOrdinals; ++ordinal)
+  for (int ordinal = 0; ordinal < options::kDeviceOrdinalCount; ++ordinal)
     if (attachment->ledger_device[static_cast<size_t>(ordinal)] >= 0 &&
         std::memcmp(attachment->uuid[static_cast<size_t>(ordinal)].bytes, uuid, 16) == 0)
       return view(ordinal, cap, used);

@@ -5,7 +5,6 @@
 // its connection closes, its tokens and pending handoffs given up and, once
 // the kernel says it has exited, its ledger reaped (ledger_reaper.h).
 #include <poll.h>
-#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -19,6 +18,7 @@
 #include "gpulimit/server/loop/server.h"
 #include "gpulimit/server/metrics/process_command.h"
 #include "gpulimit/server/policy/limits_policy.h"
+#include "gpulimit/server/policy/user_accounts.h"
 #include "gpulimit/shm/tenant_ledger.h"
 
 namespace gpulimit::server {
@@ -26,15 +26,6 @@ namespace {
 
 int pidfd_open(pid_t pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
-
-std::string user_name(uid_t uid) {
-  std::vector<char> buffer(16384);
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
-    return found->pw_name;
-  return std::to_string(uid);
 }
 
 // Whether the peer of a connected socket has closed its end.

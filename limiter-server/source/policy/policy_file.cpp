@@ -56,13 +56,6 @@ std::string amount_text(const options::Amount& amount) {
   return format_size(amount.value);
 }
 
-bool all_digits(std::string_view text) {
-  if (text.empty()) return false;
-  for (const char c : text)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
 class PolicyReader {
  public:
   PolicyReader(const std::string& path, const PolicyLookups& lookups)
@@ -127,7 +120,7 @@ class PolicyReader {
   // A name or a number; an unknown one is a warning and the entry applies
   // to nobody (until a reload finds it).
   std::optional<unsigned> user_id(const toml::key& key, const std::string& name) {
-    if (all_digits(name)) {
+    if (options::all_digits(name)) {
       const auto uid = static_cast<uid_t>(std::stoul(name));
       if (!lookups_.uid_known(uid)) warn(key.source(), "no user has uid " + name);
       return uid;
@@ -137,7 +130,7 @@ class PolicyReader {
     return std::nullopt;
   }
   std::optional<unsigned> group_id(const toml::key& key, const std::string& name) {
-    if (all_digits(name)) {
+    if (options::all_digits(name)) {
       const auto gid = static_cast<gid_t>(std::stoul(name));
       if (!lookups_.gid_known(gid)) warn(key.source(), "no group has gid " + name);
       return gid;
@@ -275,7 +268,7 @@ class PolicyReader {
                          "\" is not a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
       return uuid;
     }
-    if (!all_digits(name) || name.size() > 4)
+    if (!options::all_digits(name) || name.size() > 4)
       error(where, "device \"" + name + "\" is neither a GPU UUID (GPU-...) nor a device index");
     const std::size_t index = std::stoul(name);
     const std::vector<GpuUuid>& gpus = machine_gpus(where, name);

@@ -1,6 +1,5 @@
 #include "gpulimit/server/watcher/watcher_unmanaged.h"
 
-#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
@@ -12,6 +11,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "gpulimit/server/policy/user_accounts.h"
 
 namespace gpulimit::server {
 namespace {
@@ -57,15 +58,6 @@ bool kill_process(pid_t pid, uint64_t start_ticks) {
     sent = syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
   ::close(pidfd);
   return sent;
-}
-
-std::string user_name(uid_t uid) {
-  std::vector<char> buffer(16384);
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
-    return found->pw_name;
-  return std::to_string(uid);
 }
 
 // The real id of a "Uid:" or "Gid:" line of /proc/PID/status.

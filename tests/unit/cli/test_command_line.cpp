@@ -2,8 +2,8 @@
 
 #include <initializer_list>
 
-#include "command_line.h"
-#include "help_text.h"
+#include "common/help_text.h"
+#include "run/command_line.h"
 
 namespace gpulimit::cli {
 namespace {
@@ -87,7 +87,6 @@ TEST(CommandLine, ComputeFlagsAndNoServer) {
   EXPECT_EQ(sut.flag_text[kPriority], "high");
   EXPECT_EQ(sut.flag_text[kMem], "10G");
   EXPECT_TRUE(sut.no_server);
-  EXPECT_FALSE(sut.status);
   EXPECT_EQ(sut.command, (std::vector<std::string>{"python", "--sm", "1"}));
 
   Invocation plain;
@@ -104,42 +103,17 @@ TEST(CommandLine, TheSocketHasNoFlag) {
   EXPECT_FALSE(sut.flag_text[kSocket]);
 }
 
-TEST(CommandLine, StatusAsTheFirstArgument) {
-  Invocation sut;
-  std::string error;
-  ASSERT_TRUE(parse({"status"}, sut, error)) << error;
-  EXPECT_TRUE(sut.status);
-  EXPECT_FALSE(sut.json);
-  EXPECT_TRUE(sut.command.empty());
-
-  Invocation json;
-  ASSERT_TRUE(parse({"status", "--json"}, json, error)) << error;
-  EXPECT_TRUE(json.status);
-  EXPECT_TRUE(json.json);
-
-  Invocation help;
-  ASSERT_TRUE(parse({"status", "--help"}, help, error)) << error;
-  EXPECT_TRUE(help.help);
-}
-
-TEST(CommandLine, StatusElsewhereIsACommand) {
+// main.cpp looks for a subcommand in the first argument only; from there
+// on, a subcommand's name is the command's.
+TEST(CommandLine, StatusAfterTheFirstArgumentIsACommand) {
   Invocation sut;
   std::string error;
   ASSERT_TRUE(parse({"--", "status"}, sut, error)) << error;
-  EXPECT_FALSE(sut.status);
   EXPECT_EQ(sut.command, std::vector<std::string>{"status"});
 
   Invocation after_flag;
   ASSERT_TRUE(parse({"--mem", "1G", "status", "--json"}, after_flag, error)) << error;
-  EXPECT_FALSE(after_flag.status);
   EXPECT_EQ(after_flag.command, (std::vector<std::string>{"status", "--json"}));
-}
-
-TEST(CommandLine, StatusRefusesOtherArguments) {
-  EXPECT_EQ(error_of({"status", "--mem", "1G"}),
-            "status: unknown argument --mem (usage: gpulimit status [--json])");
-  EXPECT_EQ(error_of({"status", "--json", "x"}),
-            "status: unknown argument x (usage: gpulimit status [--json])");
 }
 
 TEST(CommandLine, HelpAndVersionNeedNoCommand) {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "preload_entries.h"
+#include "preload/preload_entries.h"
 
 namespace gpulimit::cli {
 namespace {

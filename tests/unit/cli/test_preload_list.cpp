@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "preload_list.h"
+#include "run/preload_list.h"
 
 namespace gpulimit::cli {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/server_choice.h"
+#include "common/server_start.h"
 #include "gpulimit/testing/temporary_directory.h"
-#include "server_choice.h"
-#include "server_start.h"
 
 namespace gpulimit::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "status_table.h"
+#include "status/status_table.h"
 
 namespace gpulimit::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "top_command_line.h"
+#include "top/top_command_line.h"
 
 namespace gpulimit::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gpulimit/protocol/status_json.h"
-#include "top_layout.h"
+#include "top/top_layout.h"
 
 namespace gpulimit::cli {
 namespace {

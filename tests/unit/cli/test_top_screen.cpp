@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "top_screen.h"
+#include "top/top_screen.h"
 
 namespace gpulimit::cli {
 namespace {

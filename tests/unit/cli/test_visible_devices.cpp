@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "device_check.h"
-#include "visible_devices.h"
+#include "run/device_check.h"
+#include "run/visible_devices.h"
 
 namespace gpulimit::cli {
 namespace {

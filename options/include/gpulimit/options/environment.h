@@ -21,6 +21,11 @@
 
 namespace gpulimit::options {
 
+// NAME, of an environment entry NAME=value (all of it when it has no '=').
+constexpr std::string_view variable_name(std::string_view assignment) {
+  return assignment.substr(0, assignment.find('='));
+}
+
 // Reads `envp`, a NULL-terminated NAME=value block such as environ (NULL
 // reads as empty), rather than calling getenv: the caller says which
 // environment counts, and tests pass their own.

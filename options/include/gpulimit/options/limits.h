@@ -13,6 +13,8 @@ namespace gpulimit::options {
 // Device ordinals run from 0 to kMaxDeviceIndex. The ledgers keep one slot
 // per ordinal; 64 is more GPUs than one machine holds.
 inline constexpr unsigned kMaxDeviceIndex = 63;
+// How many ordinals that is: the size of a table kept per device ordinal.
+inline constexpr int kDeviceOrdinalCount = static_cast<int>(kMaxDeviceIndex) + 1;
 
 inline constexpr std::string_view kDefaultLedgerDir = "/dev/shm";
 

@@ -90,6 +90,14 @@ constexpr const OptionSpec& option(OptionId id) {
   return kOptionTable[static_cast<std::size_t>(id)];
 }
 
+// Whether `name` is a row's variable (GPULIMIT_MEM, ...): one of those
+// gpulimit writes for a job and libgpulimit.so reads.
+constexpr bool is_option_variable(std::string_view name) {
+  for (const OptionSpec& spec : kOptionTable)
+    if (name == spec.variable) return true;
+  return false;
+}
+
 // option() indexes the table by id: each row must sit at its id.
 constexpr bool rows_match_ids() {
   for (std::size_t i = 0; i < kOptionCount; ++i)

@@ -22,6 +22,10 @@
 
 namespace gpulimit::options {
 
+// At least one character, each of them 0 to 9: how every number above is
+// written (no sign, no space), and the numbers of other grammars too.
+bool all_digits(std::string_view text) noexcept;
+
 bool parse_amount(std::string_view text, Amount& out, std::string& reason) noexcept;
 
 bool parse_device_amounts(std::string_view text, std::map<unsigned, Amount>& out,
