@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "gpulimit/server/loop/hello_validation.h"
+#include "gpulimit/server/loop/process_descriptor.h"
 #include "gpulimit/server/loop/server.h"
 #include "gpulimit/server/metrics/process_command.h"
 #include "gpulimit/server/policy/limits_policy.h"
@@ -23,10 +24,6 @@
 
 namespace gpulimit::server {
 namespace {
-
-int pidfd_open(pid_t pid) {
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
 
 // Whether the peer of a connected socket has closed its end.
 bool hung_up(int fd) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gpulimit/server/loop/process_descriptor.h"
 #include "gpulimit/server/policy/limits_policy.h"
 #include "gpulimit/shm/ledger_inspection.h"
 
@@ -29,10 +30,6 @@ enum ChildExit : int {
   kExitUnusable = 12,
   kExitNoPrivileges = 13,
 };
-
-int pidfd_open(pid_t pid) {
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
 
 void write_line(int fd, const std::string& text) {
   [[maybe_unused]] const ssize_t written = ::write(fd, text.data(), text.size());

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpulimit/server/loop/process_descriptor.h"
 #include "gpulimit/server/policy/user_accounts.h"
 
 namespace gpulimit::server {
@@ -51,7 +52,7 @@ bool alive(pid_t pid, uint64_t start_ticks) {
 // The pidfd pins the process that has the pid now; if that is a later one
 // (the start differs), nothing is sent.
 bool kill_process(pid_t pid, uint64_t start_ticks) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  const int pidfd = pidfd_open(pid);
   if (pidfd < 0) return false;
   bool sent = false;
   if (alive(pid, start_ticks))
