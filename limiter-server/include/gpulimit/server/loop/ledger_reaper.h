@@ -45,8 +45,7 @@ class LedgerReaper {
   // Reaps the ledger at `path`, owned by `owner` (group `group`), as soon as
   // it can. `dead_pid`, when known, is the process whose exit asked for it:
   // the log line of what the reap gave back names it.
-  void request(const std::string& path, uid_t owner, gid_t group, TimeNs now,
-               pid_t dead_pid = 0);
+  void request(const std::string& path, uid_t owner, gid_t group, TimeNs now, pid_t dead_pid = 0);
   // Starts the reaps that are due, kills children past their time.
   void advance(TimeNs now);
   std::optional<TimeNs> next_deadline() const;
