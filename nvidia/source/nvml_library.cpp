@@ -1,7 +1,7 @@
 #include "gpulimit/nvidia/nvml_library.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstring>
@@ -12,13 +12,16 @@ namespace {
 using DlsymFn = void* (*)(void*, const char*);
 
 // All of it static and constant-initialised: nothing runs before main.
+// The published answer, written once by the first load to finish.
 constinit NvmlFunctions functions{};
-constinit bool available = false;     // written once, inside the load
+constinit bool available = false;     // whether `functions` holds a library's
 constinit char load_error[256] = {};  // dlerror's line, when not available
-constinit pthread_once_t once = PTHREAD_ONCE_INIT;
-constinit std::atomic<bool> loaded{false};
-// The thread inside the load, 0 (no thread's id) when none.
-constinit std::atomic<pthread_t> loading_thread{0};
+enum State : int { kUnloaded, kPublishing, kLoaded };
+constinit std::atomic<int> state{kUnloaded};
+// Whether this thread is inside its own load (a constructor that the
+// dlopen runs, asking again). Initial-exec: the loader runs inside hooks,
+// where the dynamic TLS allocator must not be entered.
+constinit thread_local bool loading_here __attribute__((tls_model("initial-exec"))) = false;
 
 // glibc's dlsym. Inside libgpulimit.so a plain call to dlsym binds to
 // libgpulimit's own, which answers the names it hooks with its hooks: a slot
@@ -30,39 +33,66 @@ DlsymFn real_dlsym() {
   return fn ? reinterpret_cast<DlsymFn>(fn) : &dlsym;
 }
 
-void keep_error(const char* text) {
-  std::strncpy(load_error, text ? text : "unknown error", sizeof load_error - 1);
-}
+// One load's result, before it is published.
+struct Load {
+  NvmlFunctions functions{};
+  bool available = false;
+  const char* error = nullptr;
+};
 
-void load_once() {
-  loading_thread.store(pthread_self(), std::memory_order_relaxed);
+Load load() {
+  Load result;
   // The program may have loaded NVML already (pynvml, nvidia-smi's
   // library): then that copy is the one to ask.
   void* handle = dlopen(kNvmlLibraryName, RTLD_NOW | RTLD_NOLOAD);
   if (!handle) handle = dlopen(kNvmlLibraryName, RTLD_NOW | RTLD_LOCAL);
-  if (handle) {
-    const DlsymFn lookup = real_dlsym();
-#define GPULIMIT_NVML_LOOKUP(name) \
-  functions.name = reinterpret_cast<decltype(&::name)>(lookup(handle, #name));
-    GPULIMIT_NVML_FUNCTIONS(GPULIMIT_NVML_LOOKUP)
-#undef GPULIMIT_NVML_LOOKUP
-    available = true;
-  } else {
-    keep_error(dlerror());
+  if (!handle) {
+    result.error = dlerror();
+    return result;
   }
-  loading_thread.store(0, std::memory_order_relaxed);
-  loaded.store(true, std::memory_order_release);
+  const DlsymFn lookup = real_dlsym();
+#define GPULIMIT_NVML_LOOKUP(name) \
+  result.functions.name = reinterpret_cast<decltype(&::name)>(lookup(handle, #name));
+  GPULIMIT_NVML_FUNCTIONS(GPULIMIT_NVML_LOOKUP)
+#undef GPULIMIT_NVML_LOOKUP
+  result.available = true;
+  return result;
+}
+
+// The first load to finish becomes the answer; the others' handles are
+// references to the same library, which is never unloaded.
+void publish(const Load& result) {
+  int expected = kUnloaded;
+  if (state.compare_exchange_strong(expected, kPublishing, std::memory_order_acquire)) {
+    functions = result.functions;
+    available = result.available;
+    if (!result.available)
+      std::strncpy(load_error, result.error ? result.error : "unknown error",
+                   sizeof load_error - 1);
+    state.store(kLoaded, std::memory_order_release);
+    return;
+  }
+  // Another thread is copying its answer in: a few stores, no lock, no call.
+  while (state.load(std::memory_order_acquire) != kLoaded)
+    sched_yield();
 }
 
 }  // namespace
 
+// No lock is held around dlopen: a thread that asks from inside another
+// library's dlopen (a constructor, holding the loader's lock) while a
+// second thread loads NVML (waiting for that lock) loads on its own instead
+// of waiting for the second, which would wait for it in turn.
 const NvmlFunctions* load_nvml(const char** why_not) noexcept {
-  if (!loaded.load(std::memory_order_acquire)) {
-    if (pthread_equal(loading_thread.load(std::memory_order_relaxed), pthread_self())) {
+  if (state.load(std::memory_order_acquire) != kLoaded) {
+    if (loading_here) {
       if (why_not) *why_not = "libnvidia-ml.so.1 is being loaded by this very thread";
       return nullptr;
     }
-    pthread_once(&once, load_once);
+    loading_here = true;
+    const Load result = load();
+    loading_here = false;
+    publish(result);
   }
   if (available) return &functions;
   if (why_not) *why_not = load_error;

@@ -2,13 +2,18 @@
 // library, a missing one left null with the others usable, the process's own
 // copy preferred, one load however many threads ask first, a load that
 // fails said the same way every time, and code that the load itself runs
-// answered at once instead of waiting for the load it is part of.
+// answered at once instead of waiting for the load it is part of, and a
+// constructor that asks while another thread's load waits for the loader's
+// lock answered without waiting for that thread.
 //
 // Each suite runs with its own libnvidia-ml.so.1 on LD_LIBRARY_PATH
 // (CMakeLists.txt beside this file), each test in a process of its own.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +41,31 @@ extern "C" __attribute__((visibility("default"))) void gpulimit_nvml_test_loadin
   during_load.asked = true;
   during_load.functions = load_nvml(&why);
   during_load.why_not = why ? why : "";
+}
+
+namespace {
+
+// A thread that asks for NVML while the constructor below holds the
+// loader's lock, and what it was answered.
+std::thread other_thread;
+std::atomic<bool> other_thread_asking{false};
+const NvmlFunctions* other_thread_answer = nullptr;
+const NvmlFunctions* constructor_answer = nullptr;
+
+}  // namespace
+
+// Called by the holding library's constructor, inside its dlopen.
+extern "C" __attribute__((visibility("default"))) void gpulimit_nvml_test_in_constructor() {
+  other_thread = std::thread([] {
+    other_thread_asking = true;
+    other_thread_answer = load_nvml();  // its dlopen waits for this thread's
+  });
+  while (!other_thread_asking)
+    std::this_thread::yield();
+  // Long enough for the other thread to be inside its load, waiting for the
+  // loader's lock; when it is not yet, the test is merely easier to pass.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  constructor_answer = load_nvml();
 }
 
 namespace {
@@ -90,6 +120,23 @@ TEST(NvmlLibrary, LoadsOnceHoweverManyThreadsAskFirst) {
   for (const NvmlFunctions* answer : answers)
     EXPECT_EQ(answer, answers[0]);
   EXPECT_EQ(load_nvml(), answers[0]);
+}
+
+TEST(NvmlLibraryInAConstructor, AnswersWhileAnotherThreadWaitsForTheLoadersLock) {
+  // Arrange: a deadlock shows as this alarm ending the test
+  alarm(60);
+
+  // Act: the constructor asks while the other thread's load waits for it
+  void* library = dlopen(HOLDING_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  other_thread.join();
+  alarm(0);
+
+  // Assert: both answered, with the one published answer
+  ASSERT_NE(constructor_answer, nullptr);
+  EXPECT_EQ(other_thread_answer, constructor_answer);
+  EXPECT_EQ(load_nvml(), constructor_answer);
+  EXPECT_NE(constructor_answer->nvmlInit_v2, nullptr);
 }
 
 TEST(NvmlLibraryAlreadyLoaded, UsesTheCopyTheProcessHas) {

@@ -5,9 +5,12 @@
 // calls once; the slots and the lookups are generated from it, so no list
 // can drift from another.
 //
-// The load is lazy (the first call), once, thread-safe, and fit to run
-// inside libgpulimit.so's hooks: no global constructors, no output, no
-// exceptions, no allocation beyond dlopen's own. The library is the one the
+// The load is lazy (the first call), thread-safe, and fit to run inside
+// libgpulimit.so's hooks: no global constructors, no output, no
+// exceptions, no allocation beyond dlopen's own, and no lock held around
+// dlopen (a thread waiting for another's load could hold the loader's own
+// lock). Threads that ask at once may each dlopen the library; the first
+// to finish publishes the one answer every caller gets. The library is the one the
 // process has already when the program loaded it, else it is loaded now
 // (RTLD_LOCAL), and it is never unloaded: a driver library is not built for
 // dlclose. Lookups go to glibc's dlsym, never to the one libgpulimit.so
