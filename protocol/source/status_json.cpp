@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "gpulimit/options/values.h"
+#include "gpulimit/protocol/priority.h"
+
 namespace gpulimit::protocol::status {
 namespace {
 
@@ -99,16 +102,6 @@ void read_newer(const Json& object, const char* name, std::vector<T>& out) {
 template <typename T>
 Json nullable(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
-}
-
-bool priority_named(const std::string& name, Priority& out) {
-  for (const Priority priority : {Priority::kLow, Priority::kNormal, Priority::kHigh}) {
-    if (name == priority_name(priority)) {
-      out = priority;
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace
@@ -232,8 +225,11 @@ void from_json(const Json& in, Tenant& tenant) {
   read(in, "weight", tenant.weight);
   std::string priority;
   read(in, "priority", priority);
-  if (!priority_named(priority, tenant.priority))
+  options::Priority parsed = options::Priority::kNormal;
+  std::string reason;
+  if (!options::parse_priority(priority, parsed, reason))
     throw MalformedStatus("priority", "not a priority (low, normal or high)");
+  tenant.priority = to_protocol(parsed);
   read(in, "devices", tenant.devices);
 }
 

@@ -16,9 +16,9 @@ namespace {
 
 namespace cli = gpulimit::cli;
 
+// What each is for: the help page's COMMANDS (common/help_text.cpp).
 struct Subcommand {
-  std::string_view name;     // the first argument that names it
-  std::string_view summary;  // what it is for; the help page's COMMANDS says more
+  std::string_view name;  // the first argument that names it
   // `args` are the words after the name; `envp` the caller's environment.
   // Returns the exit status.
   int (*run)(const std::vector<std::string_view>& args, char* const* envp);
@@ -27,13 +27,11 @@ struct Subcommand {
 // A subcommand is found only as the first argument: `gpulimit -- status`
 // and `gpulimit --mem 1G status` run a program called status.
 constexpr Subcommand kSubcommands[] = {
-    {"status", "what the gpulimitd a job would use knows, once", cli::run_status},
-    {"top", "a live view of what that gpulimitd knows", cli::run_top},
+    {"status", cli::run_status},
+    {"top", cli::run_top},
     // It edits /etc/ld.so.preload, and reads no limits from the environment.
-    {"preload", "whether every program preloads libgpulimit.so",
-     [](const std::vector<std::string_view>& args, char* const*) {
-       return cli::run_preload_command(args);
-     }},
+    {"preload", [](const std::vector<std::string_view>& args,
+                   char* const*) { return cli::run_preload_command(args); }},
 };
 
 const Subcommand* find_subcommand(int argc, char** argv) {

@@ -2,22 +2,11 @@
 
 #include <algorithm>
 
+#include "gpulimit/protocol/priority.h"
 #include "gpulimit/server/metrics/status_report.h"
 
 namespace gpulimit::server {
 namespace {
-
-const char* priority_word(protocol::Priority priority) {
-  switch (priority) {
-    case protocol::Priority::kLow:
-      return "low";
-    case protocol::Priority::kHigh:
-      return "high";
-    case protocol::Priority::kNormal:
-      break;
-  }
-  return "normal";
-}
 
 // The compute settings that bind a tenant seeing `uuids`: a share is the
 // tenant's on every device, so each setting is the strictest of theirs.
@@ -87,8 +76,8 @@ ComputeShare clamp(const EffectiveLimits& limits, const ComputeShare& asked, std
   } else if (limits.max_priority && rank(asked.priority) > rank(*limits.max_priority)) {
     granted.priority = *limits.max_priority;
     if (notice)
-      note(*notice, std::string("--priority ") + priority_word(asked.priority) + " to " +
-                        priority_word(granted.priority));
+      note(*notice, "--priority " + std::string(protocol::priority_name(asked.priority)) + " to " +
+                        std::string(protocol::priority_name(granted.priority)));
   }
   if (limits.max_priority && rank(granted.priority) > rank(*limits.max_priority))
     granted.priority = *limits.max_priority;

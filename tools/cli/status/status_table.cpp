@@ -118,7 +118,7 @@ std::string tenants_table(const std::vector<status::Tenant>& tenants,
         pids.empty() ? "-" : pids,
         tenant.sm_percent ? std::to_string(*tenant.sm_percent) + "%" : "-",
         std::to_string(tenant.weight),
-        protocol::priority_name(tenant.priority),
+        std::string(protocol::priority_name(tenant.priority)),
     };
     if (tenant.devices.empty()) {
       first.insert(first.end(), {"-", "-", "-", "-"});
