@@ -1,20 +1,10 @@
 #include "gpulimit/server/metrics/status_report.h"
 
-#include <cstdio>
 #include <utility>
 
 #include "gpulimit/protocol/status_json.h"
 
 namespace gpulimit::server {
-
-std::string format_gpu_uuid(const DeviceUuid& u) {
-  char text[64];
-  std::snprintf(text, sizeof text,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                u[14], u[15]);
-  return text;
-}
 
 std::string render_status(const protocol::status::Report& report, std::size_t max_bytes,
                           std::size_t& left_out) {

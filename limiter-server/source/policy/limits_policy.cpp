@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "gpulimit/protocol/priority.h"
-#include "gpulimit/server/metrics/status_report.h"
 
 namespace gpulimit::server {
 namespace {

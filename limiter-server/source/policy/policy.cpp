@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace gpulimit::server {
 namespace {
@@ -221,6 +222,15 @@ bool parse_gpu_uuid(const std::string& text, GpuUuid& out) {
     }
   }
   return true;
+}
+
+std::string format_gpu_uuid(const GpuUuid& u) {
+  char text[64];
+  std::snprintf(text, sizeof text,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                u[14], u[15]);
+  return text;
 }
 
 }  // namespace gpulimit::server

@@ -11,6 +11,7 @@
 #include "gpulimit/protocol/status.h"
 #include "gpulimit/server/loop/hello_validation.h"
 #include "gpulimit/server/metrics/tenant_statistics.h"
+#include "gpulimit/server/policy/policy.h"  // format_gpu_uuid
 
 namespace gpulimit::server {
 
@@ -29,9 +30,6 @@ struct StatusSnapshot {
   // only, not in the JSON.
   std::map<TenantOnDevice, WaitHistogram> waits;
 };
-
-// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi writes UUIDs.
-std::string format_gpu_uuid(const DeviceUuid& uuid);
 
 // The JSON text, at most `max_bytes` long: tenants are left out from the end
 // until it fits (`left_out` says how many).

@@ -116,5 +116,7 @@ struct Policy {
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex digits of either case) as
 // 16 bytes; false when `text` is not one.
 bool parse_gpu_uuid(const std::string& text, GpuUuid& out);
+// The same, written as nvidia-smi writes UUIDs (lower case).
+std::string format_gpu_uuid(const GpuUuid& uuid);
 
 }  // namespace gpulimit::server
