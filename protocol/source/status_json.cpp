@@ -1,5 +1,8 @@
 #include "gpulimit/protocol/status_json.h"
 
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "gpulimit/options/values.h"
@@ -48,11 +51,39 @@ const Json& member(const Json& object, const char* name) {
   return *found;
 }
 
+// Whether `value` is a whole number that an integer T holds.
+template <typename T>
+bool whole_number_of(const Json& value) {
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  if (!value.is_number_integer()) return false;
+  const int64_t number = value.get<int64_t>();
+  if (number < 0) return number >= static_cast<int64_t>(std::numeric_limits<T>::min());
+  return static_cast<uint64_t>(number) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+}
+
+// `value` as a T. nlohmann casts any number to any arithmetic type: a
+// fraction or a huge number read as an integer would be undefined behaviour
+// (a double cast to an integer it does not fit) or quietly another value (a
+// wider integer cut down), so an integer field takes whole numbers in its
+// range only. What is not a number at all, nlohmann names.
+template <typename T>
+T value_as(const Json& value) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (value.is_number() && !whole_number_of<T>(value))
+      throw MalformedStatus("", "must be a whole number from " +
+                                    std::to_string(std::numeric_limits<T>::min()) + " to " +
+                                    std::to_string(std::numeric_limits<T>::max()) + ", but is " +
+                                    value.dump());
+  }
+  return value.get<T>();
+}
+
 // A field that must be there, not null.
 template <typename T>
 void read(const Json& object, const char* name, T& out) {
   const Json& value = member(object, name);
-  within(name, [&] { value.get_to(out); });
+  within(name, [&] { out = value_as<T>(value); });
 }
 
 // A field that must be there, null for none.
@@ -63,7 +94,7 @@ void read(const Json& object, const char* name, std::optional<T>& out) {
     out.reset();
     return;
   }
-  within(name, [&] { out = value.get<T>(); });
+  within(name, [&] { out = value_as<T>(value); });
 }
 
 // A list that must be there; a failure names the entry ("pids[2]").
@@ -76,7 +107,7 @@ void read(const Json& object, const char* name, std::vector<T>& out) {
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i)
     within(std::string(name) + "[" + std::to_string(i) + "]",
-           [&] { out.push_back(value[i].get<T>()); });
+           [&] { out.push_back(value_as<T>(value[i])); });
 }
 
 // A newer field (status.h): absent is none as null is.

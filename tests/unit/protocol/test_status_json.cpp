@@ -164,6 +164,43 @@ TEST(StatusJson, AFieldOfTheWrongTypeIsNamedWithTheTypes) {
             "or high)");
 }
 
+// Found by fuzz/status_json_fuzzer: a fraction too large for the field was
+// cast to it, which is undefined behaviour; a number out of the field's
+// range was cut down to another value.
+TEST(StatusJson, AnIntegerFieldTakesWholeNumbersInItsRangeOnly) {
+  const std::string json = text_of(full_report());
+
+  EXPECT_EQ(refused(replaced(json, R"("quantum_us":20000)", R"("quantum_us":1.5e300)")),
+            "malformed status from gpulimitd: server.quantum_us: must be a whole number from 0 "
+            "to 18446744073709551615, but is 1.5e+300");
+  EXPECT_EQ(refused(replaced(json, R"("protocol":2)", R"("protocol":2.5)")),
+            "malformed status from gpulimitd: server.protocol: must be a whole number from 0 to "
+            "4294967295, but is 2.5");
+  EXPECT_EQ(refused(replaced(json, R"("protocol":2)", R"("protocol":4294967298)")),
+            "malformed status from gpulimitd: server.protocol: must be a whole number from 0 to "
+            "4294967295, but is 4294967298");
+  EXPECT_EQ(refused(replaced(json, R"("uid":1000)", R"("uid":-1)")),
+            "malformed status from gpulimitd: tenants[0].uid: must be a whole number from 0 to "
+            "4294967295, but is -1");
+  EXPECT_EQ(refused(replaced(json, R"("pids":[5001,5002])", R"("pids":[5001,1e19])")),
+            "malformed status from gpulimitd: tenants[0].pids[1]: must be a whole number from "
+            "-9223372036854775808 to 9223372036854775807, but is 1e+19");
+  EXPECT_EQ(refused(replaced(json, R"("grants":412)", R"("grants":-412)")),
+            "malformed status from gpulimitd: tenants[0].devices[0].grants: must be a whole "
+            "number from 0 to 18446744073709551615, but is -412");
+}
+
+TEST(StatusJson, AFractionalFieldTakesAnyNumber) {
+  const std::string json = text_of(full_report());
+  Report sut;
+  std::string error;
+
+  ASSERT_TRUE(
+      parse_status_report(replaced(json, R"("uptime_s":12.5)", R"("uptime_s":7)"), sut, error))
+      << error;
+  EXPECT_EQ(sut.server.uptime_s, 7.0);
+}
+
 TEST(StatusJson, WhatIsNotJsonOrNotAnObject) {
   EXPECT_NE(refused("").find("parse error"), std::string::npos);
   EXPECT_NE(refused("{\"server\":").find("parse error"), std::string::npos);
