@@ -27,6 +27,15 @@ struct PolicyError {
   std::string message;
 };
 
+// What the file says, quoted in a message (a key, a value, the text TOML
+// could not read), made fit for one log line: a control character would
+// split the line or reach the administrator's terminal, so it becomes '?'.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text;
+}
+
 std::string position(const std::string& path, const toml::source_region& where) {
   return path + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
 }
@@ -80,7 +89,7 @@ class PolicyReader {
     });
     LoadedPolicy loaded{std::move(policy), {}};
     for (Warning& warning : warnings_)
-      loaded.warnings.push_back(std::move(warning.text));
+      loaded.warnings.push_back(one_line(std::move(warning.text)));
     return loaded;
   }
 
@@ -367,11 +376,11 @@ Result<LoadedPolicy> parse_policy(std::string_view text, const std::string& path
     const toml::table root = toml::parse(text, path);
     return PolicyReader(path, lookups).read(root);
   } catch (const toml::parse_error& bad) {
-    return fail(position(path, bad.source()) + ": " + std::string(bad.description()));
+    return fail(one_line(position(path, bad.source()) + ": " + std::string(bad.description())));
   } catch (const PolicyError& bad) {
-    return fail(bad.message);
+    return fail(one_line(bad.message));
   } catch (const std::exception& bad) {
-    return fail(path + ": " + bad.what());
+    return fail(one_line(path + ": " + bad.what()));
   }
 }
 

@@ -249,6 +249,25 @@ max_sm = 20
   EXPECT_EQ(sut->policy->groups.at(kMl).all_devices.max_sm, 20u);
 }
 
+// Found by fuzz/policy_file_fuzzer: messages quoted the file's text as it
+// was, so a newline split the one line and an escape sequence reached the
+// administrator's terminal.
+TEST(PolicyFile, WhatAMessageQuotesOfTheFileIsOneLine) {
+  EXPECT_EQ(error_of("[defaults]\nmemory = i\nsm = 5\n"),
+            "policy.toml:2:11: Error while parsing floating-point: expected 'inf', saw 'i?'");
+  EXPECT_EQ(error_of(R"([defaults]
+memory = "\u001b[31m")"),
+            "policy.toml:2:10: memory \"?[31m\": not a size (examples: 10G, 512M, 50%)");
+
+  const Result<LoadedPolicy> sut = parse(R"([users."carol\nalice"]
+max_sm = 10
+)");
+  ASSERT_TRUE(sut.ok()) << sut.error();
+  EXPECT_EQ(sut->warnings,
+            (std::vector<std::string>{
+                "policy.toml:1:8: unknown user 'carol?alice'; its entry applies to nobody"}));
+}
+
 TEST(PolicyFile, TheSameUserTwiceIsRefused) {
   EXPECT_EQ(error_of("[users.alice]\nmax_sm = 10\n[users.1000]\nmax_sm = 20\n"),
             "policy.toml:1:8: [users.alice] and [users.1000] both name uid 1000");
