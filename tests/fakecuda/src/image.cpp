@@ -110,6 +110,19 @@ std::vector<std::string> words(const std::string& text) {
   return out;
 }
 
+// A PTX identifier (PTX ISA, "Identifiers"): a letter and then letters,
+// digits, '_' or '$'; or '_', '$' or '%' and then at least one of those.
+// The JIT compiler refuses any other name, and so does the simulator.
+bool is_ptx_identifier(const std::string& name) {
+  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const auto follows = [&](char c) {
+    return letter(c) || (c >= '0' && c <= '9') || c == '_' || c == '$';
+  };
+  if (name.empty() || !std::all_of(name.begin() + 1, name.end(), follows)) return false;
+  return letter(name[0]) ||
+         ((name[0] == '_' || name[0] == '$' || name[0] == '%') && name.size() > 1);
+}
+
 // "name[2][3]" -> name and element count (0 for "name[]"); false if malformed.
 bool split_dims(const std::string& declarator, std::string* name, uint64_t* count, bool* unsized) {
   size_t open = declarator.find('[');
@@ -130,7 +143,7 @@ bool split_dims(const std::string& declarator, std::string* name, uint64_t* coun
     }
     open = declarator.find('[', close);
   }
-  return !name->empty() && *count <= (1ull << 32);
+  return is_ptx_identifier(*name) && *count <= (1ull << 32);
 }
 
 // One `.param` of an entry: its size and alignment.
@@ -166,7 +179,7 @@ bool parse_entry(const std::string& header, KernelImage* kernel) {
   size_t name_end = header.find_first_of(" \t\r\n(", name_start);
   if (name_end == std::string::npos) name_end = header.size();
   kernel->name = header.substr(name_start, name_end - name_start);
-  if (kernel->name.empty()) return false;
+  if (!is_ptx_identifier(kernel->name)) return false;
   size_t open = header.find_first_not_of(" \t\r\n", name_end);
   if (open == std::string::npos || header[open] != '(') return true;  // no parameters
   size_t close = header.find(')', open);

@@ -436,5 +436,29 @@ TEST_F(Images, DamagedImagesAreRefusedCleanly) {
   EXPECT_EQ(taken(), 0u);
 }
 
+// Found by fuzz/image_fuzzer: a name that is no PTX identifier was taken as
+// it stood, so cuLinkComplete wrote PTX that no driver, the simulated one
+// included, could load. The JIT compiler refuses such PTX.
+TEST_F(Images, NamesThatAreNoPtxIdentifiersAreRefused) {
+  const auto load = [](const std::string& declarations) {
+    const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n" + declarations;
+    CUmodule module = nullptr;
+    const CUresult result = cuModuleLoadData(&module, ptx.c_str());
+    if (result == CUDA_SUCCESS) cuModuleUnload(module);
+    return result;
+  };
+  EXPECT_EQ(load(".visible .entry spi[%rd2n_image(\n.param .u64 p\n)\n{\nret;\n}\n"),
+            CUDA_ERROR_INVALID_PTX);
+  EXPECT_EQ(load(".visible .entry 9lives()\n{\nret;\n}\n"), CUDA_ERROR_INVALID_PTX);
+  EXPECT_EQ(load(".visible .entry k(.param .u32 a-b)\n{\nret;\n}\n"), CUDA_ERROR_INVALID_PTX);
+  EXPECT_EQ(load(".global .u32 x.y = 1;\n"), CUDA_ERROR_INVALID_PTX);
+  EXPECT_EQ(load(".global .u32 _ = 1;\n"), CUDA_ERROR_INVALID_PTX) << "'_' alone is no name";
+
+  EXPECT_EQ(load(".global .u32 $x = 1;\n.global .u32 %y = 2;\n"
+                 ".visible .entry _Z1kPf$1(.param .u64 _Z1kPf$1_param_0)\n{\nret;\n}\n"),
+            CUDA_SUCCESS);
+  EXPECT_EQ(taken(), 0u);
+}
+
 }  // namespace
 }  // namespace fakecuda::test
