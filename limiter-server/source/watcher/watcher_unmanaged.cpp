@@ -14,6 +14,7 @@
 
 #include "gpulimit/server/loop/process_descriptor.h"
 #include "gpulimit/server/policy/user_accounts.h"
+#include "gpulimit/server/watcher/proc_fields.h"
 
 namespace gpulimit::server {
 namespace {
@@ -22,18 +23,11 @@ std::string proc_path(pid_t pid, const char* entry) {
   return "/proc/" + std::to_string(pid) + "/" + entry;
 }
 
-// Field 22 of /proc/PID/stat (starttime); 0 when the process is gone. The
-// command (field 2) may hold spaces and parentheses: count from the last ')'.
+// Field 22 of /proc/PID/stat (starttime); 0 when the process is gone.
 uint64_t start_ticks_of(pid_t pid) {
   std::ifstream file(proc_path(pid, "stat"));
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const std::size_t close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(text.substr(close + 1));
-  std::string field;
-  for (int index = 3; index <= 22; ++index)
-    if (!(fields >> field)) return 0;
-  return std::strtoull(field.c_str(), nullptr, 10);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return stat_start_ticks(text);
 }
 
 bool maps_gpulimit(pid_t pid) {
@@ -61,13 +55,6 @@ bool kill_process(pid_t pid, uint64_t start_ticks) {
   return sent;
 }
 
-// The real id of a "Uid:" or "Gid:" line of /proc/PID/status.
-std::optional<unsigned> status_id(const std::string& status, const char* key) {
-  const std::size_t at = status.find(key);
-  if (at == std::string::npos) return std::nullopt;
-  return static_cast<unsigned>(std::strtoul(status.c_str() + at + std::strlen(key), nullptr, 10));
-}
-
 }  // namespace
 
 ProcessProbe machine_process_probe() {
@@ -78,8 +65,8 @@ std::optional<UnmanagedSighting> describe_process(pid_t pid) {
   std::ifstream status_file(proc_path(pid, "status"));
   const std::string status((std::istreambuf_iterator<char>(status_file)),
                            std::istreambuf_iterator<char>());
-  const std::optional<unsigned> uid = status_id(status, "\nUid:");
-  const std::optional<unsigned> gid = status_id(status, "\nGid:");
+  const std::optional<unsigned> uid = status_real_id(status, "Uid:");
+  const std::optional<unsigned> gid = status_real_id(status, "Gid:");
   const uint64_t start = start_ticks_of(pid);
   if (!uid || !gid || start == 0) return std::nullopt;
   UnmanagedSighting sighting;
