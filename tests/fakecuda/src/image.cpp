@@ -690,7 +690,9 @@ std::string interface_ptx(const Image& image, unsigned cc_major, unsigned cc_min
       // The alignment that puts the parameter where the original had it.
       const uint32_t want = kernel.param_offsets[i];
       uint32_t align = 1;
-      for (uint32_t a = 16; a > 1; a /= 2) {
+      // Up to the parameter space's size: a `.align 32` parameter (a struct
+      // of __align__(32)) must stay at its offset too.
+      for (uint32_t a = 32768; a > 1; a /= 2) {
         if (want % a == 0 && (offset + a - 1) / a * a == want) {
           align = a;
           break;

@@ -527,6 +527,38 @@ TEST(Link, RoundTripKeepsKernelsParametersAndVariables) {
   ASSERT_CU(cuModuleUnload(module));
 }
 
+// Found by fuzz/image_fuzzer: the linked PTX aligned parameters to 16 bytes
+// at most, so one of `.align 32` moved, and a launch through the linked
+// module read its arguments from the wrong place.
+TEST(Link, KeepsTheOffsetOfAParameterAlignedAbove16) {
+  init_primary(0);
+  const std::string ptx =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry wide(.param .u64 wide_param_0, .param .align 32 .b8 wide_param_1[32],\n"
+      "  .param .u8 wide_param_2, .param .align 64 .b8 wide_param_3[8])\n{\n  ret;\n}\n";
+  CUlinkState link = nullptr;
+  ASSERT_CU(cuLinkCreate_v2(0, nullptr, nullptr, &link));
+  ASSERT_CU(cuLinkAddData_v2(link, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()), ptx.size() + 1,
+                             "wide", 0, nullptr, nullptr));
+  void* image = nullptr;
+  size_t size = 0;
+  ASSERT_CU(cuLinkComplete(link, &image, &size));
+  CUmodule module = nullptr;
+  ASSERT_CU(cuModuleLoadData(&module, image));
+  ASSERT_CU(cuLinkDestroy(link));
+
+  CUfunction wide = nullptr;
+  ASSERT_CU(cuModuleGetFunction(&wide, module, "wide"));
+  const size_t offsets[] = {0, 32, 64, 128}, sizes[] = {8, 32, 1, 8};
+  for (size_t i = 0; i < 4; ++i) {
+    size_t offset = 0, bytes = 0;
+    ASSERT_CU(cuFuncGetParamInfo(wide, i, &offset, &bytes));
+    EXPECT_EQ(offset, offsets[i]) << i;
+    EXPECT_EQ(bytes, sizes[i]) << i;
+  }
+  ASSERT_CU(cuModuleUnload(module));
+}
+
 TEST(Link, ArgumentChecks) {
   init_primary(0);
   EXPECT_EQ(cuLinkCreate_v2(0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
