@@ -21,6 +21,7 @@ packages=(
   libcpp-httplib-dev  # HTTP: gpulimitd's Prometheus endpoint
   prometheus       # a real scraper for the metrics integration test
   clang            # gpulimitd's BPF watcher (limiter-server/source/watcher/bpf/gpu_watch.bpf.c)
+  libclang-rt-dev  # compiler-rt (libFuzzer, ASan, UBSan) for the fuzzers, fuzz/: only recommended by clang
   llvm             # llvm-objdump, to read the compiled BPF object
   libbpf-dev       # the watcher's loader
   bpftool          # vmlinux.h and the BPF skeleton, at build time
