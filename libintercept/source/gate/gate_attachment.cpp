@@ -99,13 +99,16 @@ void list_devices(protocol::Hello& hello, const options::MemoryLimits& memory) {
   for (uint32_t ordinal = 0; ordinal < hello.device_count; ++ordinal) {
     CUuuid uuid{};
     // A device without its UUID cannot be matched: the server leaves it be.
-    if (get_uuid(&uuid, static_cast<CUdevice>(ordinal)) == CUDA_SUCCESS)
-      std::memcpy(hello.uuids[ordinal], uuid.bytes, sizeof hello.uuids[ordinal]);
+    const bool named = get_uuid(&uuid, static_cast<CUdevice>(ordinal)) == CUDA_SUCCESS;
+    if (named) std::memcpy(hello.uuids[ordinal], uuid.bytes, sizeof hello.uuids[ordinal]);
     size_t total = 0;
     if (!total_mem || total_mem(&total, static_cast<CUdevice>(ordinal)) != CUDA_SUCCESS) total = 0;
     hello.memory_total[ordinal] = total;
-    if (const std::optional<options::Amount> amount = memory.for_device(ordinal))
-      hello.memory_requested[ordinal] = amount->resolve(total);
+    options::DeviceUuid gpu{};
+    if (named) std::memcpy(gpu.data(), uuid.bytes, gpu.size());
+    const std::optional<options::Amount> amount =
+        named ? memory.for_gpu(gpu, ordinal) : memory.for_device(ordinal);
+    if (amount) hello.memory_requested[ordinal] = amount->resolve(total);
   }
 }
 

@@ -248,9 +248,9 @@ TEST_F(GpulimitCli, RefusesMalformedDeviceLists) {
   expect_refused({"--device-mem", "0=1G,0=2G"}, gpus,
                  "--device-mem 0=1G,0=2G: device 0 is given twice");
   expect_refused({"--device-mem", "64=1G"}, gpus,
-                 "--device-mem 64=1G: '64' is not a device index (0 to 63)");
+                 "--device-mem 64=1G: '64' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
   expect_refused({"--device-mem", "0=1G,"}, gpus, "--device-mem 0=1G,: an empty entry in the list");
-  expect_refused({"--device-mem", "0"}, gpus, "--device-mem 0: '0' is not INDEX=SIZE");
+  expect_refused({"--device-mem", "0"}, gpus, "--device-mem 0: '0' is not DEVICE=SIZE");
   expect_refused({"--device-mem", "1=0"}, gpus, "--device-mem 1=0: device 1: zero is not a cap");
   expect_refused({"--device-mem", "1=200%"}, gpus,
                  "--device-mem 1=200%: device 1: not a percentage from 1% to 100%");
