@@ -158,10 +158,10 @@ bool bind_device_caps(options::MemoryLimits& memory, std::string& error) {
   const std::string flag(options::option(options::OptionId::kDeviceMem).flag);
   std::vector<options::DeviceUuid> uuids;
   std::string why;
-  if (!list_cuda_devices(uuids, why)) {
-    error = flag + ": cannot tell which GPU each device index names: " + why;
-    return false;
-  }
+  // Where the driver cannot say (none here, or cuInit fails), the job cannot
+  // take CUDA either with this environment: the indices stay, for its first
+  // process to bind should it get further.
+  if (!list_cuda_devices(uuids, why)) return true;
   if (!memory.bind(uuids, why)) {
     error = flag + ": " + why;
     return false;

@@ -20,7 +20,8 @@ namespace gpulimit::cli {
 bool list_cuda_devices(std::vector<options::DeviceUuid>& uuids, std::string& error);
 
 // Binds the ordinal entries of `memory` (options/limits.h) to the GPUs the
-// job sees. False with `error` set to one line naming --device-mem.
+// job sees, when the driver can say which they are. False with `error` set
+// to one line naming --device-mem when an index and a UUID disagree.
 bool bind_device_caps(options::MemoryLimits& memory, std::string& error);
 
 }  // namespace gpulimit::cli
