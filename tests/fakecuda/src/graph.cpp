@@ -61,6 +61,7 @@ struct GraphPool {
   uint64_t reserved = 0;   // charged to the device
   uint64_t used = 0;       // allocated by executed alloc nodes and not yet freed
   uint64_t committed = 0;  // promised to launched graphs whose alloc nodes have not run
+  uint64_t releasing = 0;  // freed by auto-free on launch, queued: there to be used again
   uint64_t reserved_high = 0;
   uint64_t used_high = 0;
 };
@@ -407,6 +408,7 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
   // graph frees it itself before it runs again (as cuGraphLaunch documents:
   // otherwise the launch fails with CUDA_ERROR_INVALID_VALUE).
   std::vector<Allocation> auto_freed;
+  std::vector<CUdeviceptr> auto_freed_queued;
   uint64_t auto_freed_bytes[kMaxDevices] = {};
   for (const CUgraphNode_st* node : exec->unfreed) {
     auto live = d.allocations.find(node->dptr);
@@ -414,8 +416,13 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
         live != d.allocations.end() && live->second.kind == AllocationKind::kGraph;
     FAKECUDA_REQUIRE(exec->auto_free || (!allocated && !exec->pending->count(node->dptr)),
                      CUDA_ERROR_INVALID_VALUE);
-    if (!allocated) continue;
-    auto_freed.push_back(live->second);
+    if (allocated) {
+      auto_freed.push_back(live->second);
+    } else if (exec->pending->count(node->dptr)) {
+      auto_freed_queued.push_back(node->dptr);  // allocated by the time the stream gets there
+    } else {
+      continue;
+    }
     auto_freed_bytes[node->ordinal] += node->bytes;
   }
   // Graph memory is backed when the graph is launched, from the device's
@@ -425,7 +432,8 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
     const uint64_t need = exec->alloc_bytes[ordinal];
     if (!need) continue;
     GraphPool& pool = graph_pools()[static_cast<size_t>(ordinal)];
-    const uint64_t wanted = pool.used + pool.committed + need - auto_freed_bytes[ordinal];
+    const uint64_t wanted =
+        pool.used + pool.committed + need - pool.releasing - auto_freed_bytes[ordinal];
     if (wanted > pool.reserved) {
       const uint64_t grow = round_up(wanted - pool.reserved, kPageSize);
       if (!d.shared().charge(d.device(ordinal).physical, grow)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -434,13 +442,32 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
     }
     pool.committed += need;
   }
+  for (int ordinal = 0; ordinal < d.device_count(); ++ordinal)
+    graph_pools()[static_cast<size_t>(ordinal)].releasing += auto_freed_bytes[ordinal];
   // Freed as though by cuMemFreeAsync on the stream, ahead of the graph:
   // dead to new calls at once, back in the pool when the stream gets there.
   for (const Allocation& a : auto_freed) {
     d.allocations.erase(a.base);
     Op free_op = action_op([a](uint64_t) {
+      graph_pools()[static_cast<size_t>(a.ordinal)].releasing -= a.size;
       Driver::get().allocations[a.base] = a;  // release_allocation_locked expects it registered
       release_allocation_locked(a);
+    });
+    if (CUresult r = submit_locked(s, mode, std::move(free_op)); r != CUDA_SUCCESS) return r;
+  }
+  for (const CUgraphNode_st* node : exec->unfreed) {
+    if (std::find(auto_freed_queued.begin(), auto_freed_queued.end(), node->dptr) ==
+        auto_freed_queued.end())
+      continue;
+    const CUdeviceptr dptr = node->dptr;
+    const size_t bytes = node->bytes;
+    const size_t ordinal = static_cast<size_t>(node->ordinal);
+    Op free_op = action_op([dptr, bytes, ordinal](uint64_t) {
+      graph_pools()[ordinal].releasing -= bytes;
+      Driver& driver = Driver::get();
+      auto it = driver.allocations.find(dptr);
+      if (it != driver.allocations.end() && it->second.kind == AllocationKind::kGraph)
+        release_allocation_locked(it->second);
     });
     if (CUresult r = submit_locked(s, mode, std::move(free_op)); r != CUDA_SUCCESS) return r;
   }
