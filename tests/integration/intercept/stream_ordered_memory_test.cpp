@@ -203,6 +203,28 @@ TEST_F(StreamOrderedMemory, WhatThePoolGaveBackAtASynchronisationIsFreeAgain) {
   ASSERT_CU(cuCtxSetCurrent(contexts_[0]));
 }
 
+// A created pool made device 1's current pool: cuMemAllocAsync on device
+// 1's stream allocates from it, and its reserve is charged like any other.
+TEST_F(StreamOrderedMemory, ACreatedPoolMadeCurrentIsChargedToItsDevice) {
+  CUmemoryPool pool = pool_on_1();
+  std::uint64_t never = UINT64_MAX;
+  ASSERT_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
+  ASSERT_CU(cuDeviceSetMemPool(1, pool));
+  CUresult last = CUDA_SUCCESS;
+  const std::vector<CUdeviceptr> allocated = allocate_until_refused(
+      [&](CUdeviceptr* ptr) { return cuMemAllocAsync_ptsz(ptr, 512 * kMiB, stream_on_1_); }, &last);
+  EXPECT_EQ(last, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(allocated.size(), 2u);
+  for (CUdeviceptr ptr : allocated)
+    ASSERT_CU(cuMemFreeAsync_ptsz(ptr, stream_on_1_));
+  ASSERT_CU(cuStreamSynchronize(stream_on_1_));
+  EXPECT_EQ(tenant_free_on_1(), 0u) << "the pool keeps it all";
+  EXPECT_EQ(device_used(1), kGiB);
+  ASSERT_CU(cuDeviceSetMemPool(1, default_pool_1_));
+  ASSERT_CU(cuMemPoolDestroy(pool));
+  EXPECT_EQ(tenant_free_on_1(), kGiB);
+}
+
 // A pool destroyed with an allocation outstanding: the allocation stays
 // charged until it is freed.
 TEST_F(StreamOrderedMemory, ADestroyedPoolsAllocationStaysChargedUntilFreed) {

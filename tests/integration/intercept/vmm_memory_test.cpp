@@ -184,6 +184,24 @@ TEST_F(VirtualMemory, ReleasingTwiceGivesNothingBack) {
   EXPECT_EQ(tenant_free(), kGiB);
 }
 
+// A hostile program maps a handle again after releasing it (undefined
+// behaviour on the real driver; the simulator lets it): the second mapping
+// holds the memory too and keeps it charged.
+TEST_F(VirtualMemory, MappingAReleasedHandleAgainKeepsItCharged) {
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_CU(cuMemCreate(&handle, 512 * kMiB, &prop_, 0));
+  const CUdeviceptr first = reserve(512 * kMiB);
+  const CUdeviceptr second = reserve(512 * kMiB);
+  map(first, 512 * kMiB, 0, handle);
+  ASSERT_CU(cuMemRelease(handle));
+  if (cuMemMap(second, 512 * kMiB, 0, handle, 0) != CUDA_SUCCESS)
+    GTEST_SKIP() << "this driver refuses a released handle";
+  ASSERT_CU(cuMemUnmap(first, 512 * kMiB));
+  EXPECT_EQ(device_used(0), 512 * kMiB);
+  EXPECT_EQ(tenant_free(), 512 * kMiB);
+  ASSERT_CU(cuMemUnmap(second, 512 * kMiB));
+}
+
 // Without a mapping, the release is what frees (as before).
 TEST_F(VirtualMemory, AnUnmappedAllocationGoesAtItsRelease) {
   CUmemGenericAllocationHandle handle = 0;
