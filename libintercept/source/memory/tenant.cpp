@@ -25,6 +25,7 @@
 #include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
 #include "lookup/real_driver.h"
+#include "memory/pool_books.h"
 
 extern char** environ;
 
@@ -280,6 +281,10 @@ int Tenant::current_ledger_device() const {
 }
 
 bool Tenant::reserve(int device, uint64_t bytes) {
+  if (attachment->ledger->reserve(device, bytes)) return true;
+  // Pools may have given memory back at a synchronisation since their
+  // reserve was last read: read it again before refusing.
+  pool_books::reclaim();
   return attachment->ledger->reserve(device, bytes);
 }
 
@@ -342,6 +347,7 @@ bool Tenant::view(CUdevice ordinal, uint64_t* cap, uint64_t* used) {
   const int device = ledger_device(ordinal);
   if (device < 0) return false;
   attachment->ledger->reap();  // what exited processes held is not in use
+  pool_books::reclaim();       // nor what this process's pools gave back
   *cap = attachment->ledger->cap(device);
   *used = attachment->ledger->used(device);
   return true;
