@@ -18,10 +18,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gate/enforcement.h"
 #include "gate/gate_attachment.h"
 #include "gpulimit/options/environment.h"
 #include "gpulimit/options/option_table.h"
 #include "gpulimit/options/values.h"
+#include "gpulimit/protocol/channel.h"
 #include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
 #include "lookup/real_driver.h"
@@ -178,7 +180,16 @@ CUresult Tenant::attach(Phase phase) {
     std::string error;
     if (!options::limits_from_environment(environ, limits, error)) {
       refuse(error);
-    } else if ((!limits.memory.empty() || !limits.socket.empty()) && limits.tenant.empty()) {
+      return refusal;
+    }
+    if (gate::administrator_enforces() && limits.socket != protocol::kSystemSocketPath) {
+      // Every process joins the system server, whatever its environment
+      // names (or does not), and its children too.
+      limits.socket = protocol::kSystemSocketPath;
+      setenv(std::string(options::option(options::OptionId::kSocket).variable).c_str(),
+             limits.socket.c_str(), 1);
+    }
+    if ((!limits.memory.empty() || !limits.socket.empty()) && limits.tenant.empty()) {
       limits.tenant = new_tenant_id();
       setenv("GPULIMIT_TENANT", limits.tenant.c_str(), 1);
     }
@@ -201,6 +212,11 @@ CUresult Tenant::attach(Phase phase) {
   const bool have_grant =
       !limits.socket.empty() &&
       gate::join_for_memory(limits, granted.data(), options::kDeviceOrdinalCount);
+  if (gate::refused_under_enforcement()) {
+    refusal = CUDA_ERROR_NOT_INITIALIZED;  // the gate said why, in one line
+    refuse_cuda();
+    return refusal;
+  }
   if (limits.memory.empty() && (!have_grant || std::all_of(granted.begin(), granted.end(),
                                                            [](uint64_t c) { return c == 0; })))
     return CUDA_SUCCESS;
