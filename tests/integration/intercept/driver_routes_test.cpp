@@ -172,4 +172,10 @@ TEST_F(DriverRoutes, DlmopenSearchesTheCallersRunpath) {
   expect_found_along_runpath("runpath-dlmopen");
 }
 
+// Bad input to dlmopen: glibc's own error each time, and no namespace left
+// behind by the guard.
+TEST_F(DriverRoutes, FailedDlmopensSayWhyAndLeaveNoNamespaceBehind) {
+  expect_found_along_runpath("runpath-failing-dlmopens");
+}
+
 }  // namespace

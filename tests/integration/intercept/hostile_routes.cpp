@@ -116,7 +116,27 @@ int allocate(std::string_view route) {
   std::exit(2);
 }
 
+// dlmopen into new namespaces that fail: each says why, and none leaves a
+// namespace behind (glibc has 16), so a real load still succeeds after.
+int failing_dlmopens() {
+  for (int i = 0; i < 40; ++i) {
+    if (dlmopen(LM_ID_NEWLM, "/nonexistent/libnothing.so", RTLD_NOW)) return 0;
+    const char* error = dlerror();
+    if (!error ||
+        std::string_view(error).find("/nonexistent/libnothing.so") == std::string_view::npos) {
+      std::printf("dlerror %s\n", error ? error : "(none)");
+      return 0;
+    }
+  }
+  if (dlmopen(LM_ID_NEWLM, nullptr, RTLD_NOW) || !dlerror()) return 0;
+  void* loaded = dlmopen(LM_ID_NEWLM, RUNPATH_DEPENDENCY_PATH, RTLD_NOW);
+  auto answer =
+      loaded ? reinterpret_cast<int (*)()>(dlsym(loaded, "runpath_dependency_answer")) : nullptr;
+  return answer ? answer() : 0;
+}
+
 int runpath(std::string_view route) {
+  if (route == "runpath-failing-dlmopens") return failing_dlmopens();
   void* loader = dlopen(RUNPATH_LOADER_PATH, RTLD_NOW);
   auto open =
       loader ? reinterpret_cast<int (*)(int)>(dlsym(loader, "runpath_loader_open")) : nullptr;
