@@ -88,10 +88,9 @@ class EnforcedSystem : public ::testing::Test {
     while (std::chrono::steady_clock::now() < deadline) {
       std::string error;
       const int fd = gpulimit::protocol::connect_to(gpulimit::protocol::kSystemSocketPath, error);
-      if (fd >= 0) {
-        close(fd);
-        return;
-      }
+      if (fd >= 0) close(fd);
+      // Its socket listens before it settles the marker; "serving on" comes after.
+      if (fd >= 0 && read_file(log_path()).find("serving on") != std::string::npos) return;
       ASSERT_FALSE(server_.wait_for_exit(milliseconds(0))) << read_file(log_path());
       std::this_thread::sleep_for(milliseconds(5));
     }
