@@ -1,8 +1,8 @@
 // Sizes and amounts as people write them: parse_byte_size (--mem, the
 // simulator's FAKECUDA_MEM, the workloads' --target), and the option
 // values built on it, parse_amount and parse_device_amounts (--mem,
-// --device-mem). Asserts that a size is made of digits and at most one
-// unit, that it prints back (in bytes, and in the spelling the CLI writes
+// --device-mem, by CUDA index or GPU UUID), and parse_device_uuid. Asserts that a size is made of
+// digits and at most one unit, that it prints back (in bytes, and in the spelling the CLI writes
 // for a job) to text that parses to the same size, and that a refusal says
 // what is wrong.
 #include <cstddef>
@@ -84,6 +84,32 @@ void check_device_amounts(std::string_view text) {
   FUZZ_CHECK(written_and_read(limits) == limits);
 }
 
+// The same lists with GPUs named by UUID too (--device-mem GPU-...=4G), and
+// the UUIDs alone.
+void check_device_list(std::string_view text) {
+  options::MemoryLimits memory;
+  std::string reason;
+  if (!options::parse_device_amounts(text, memory, reason)) {
+    FUZZ_CHECK(!reason.empty());
+    FUZZ_CHECK(memory == options::MemoryLimits{});  // untouched on failure
+  } else {
+    FUZZ_CHECK(!memory.empty());
+    options::MemoryLimits again;
+    FUZZ_CHECK(
+        options::parse_device_amounts(options::format_device_amounts(memory), again, reason));
+    FUZZ_CHECK(again == memory);
+    options::Limits limits;
+    limits.memory = memory;
+    FUZZ_CHECK(written_and_read(limits) == limits);
+  }
+  options::DeviceUuid uuid;
+  if (options::parse_device_uuid(text, uuid)) {
+    options::DeviceUuid again;
+    FUZZ_CHECK(options::parse_device_uuid(options::format_device_uuid(uuid), again));
+    FUZZ_CHECK(again == uuid);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -93,5 +119,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (text.find('\0') != std::string_view::npos) return 0;
   check_amount(text);
   check_device_amounts(text);
+  check_device_list(text);
   return 0;
 }
