@@ -397,7 +397,17 @@ void Server::turn_away(int fd, const protocol::PeerCredentials& peer, const std:
                  reason, count);
   protocol::Refused refused = protocol::make<protocol::Refused>();
   std::strncpy(refused.reason, reason.c_str(), sizeof refused.reason - 1);
+  // What the client sent already (its Hello, as a rule) is read first: a
+  // socket closed with unread data resets its peer, which would then lose
+  // the Refused and see only a reset connection.
+  const auto drain = [fd] {
+    unsigned char unread[256];
+    for (int i = 0; i < 4 && ::recv(fd, unread, sizeof unread, MSG_DONTWAIT) > 0; ++i) {
+    }
+  };
+  drain();
   protocol::send_message(fd, &refused, sizeof refused);
+  drain();
   ::close(fd);
 }
 
