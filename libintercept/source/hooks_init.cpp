@@ -9,6 +9,8 @@
 
 GPULIMIT_EXPORT CUresult cuInit(unsigned int flags) {
   using gpulimit::Tenant;
+  // No driver (or a namespace where gpulimit refuses it): nothing to join.
+  if (!gpulimit::load_driver()) return CUDA_ERROR_NOT_INITIALIZED;
   if (CUresult refused = Tenant::attach(Tenant::Phase::kBeforeInit); refused != CUDA_SUCCESS)
     return refused;
   auto real = gpulimit::real_function(gpulimit::real::cuInit);

@@ -197,7 +197,7 @@ bool parse_option_value(OptionId id, std::string_view text, Limits& limits,
         return true;
       }
       case OptionId::kDeviceMem:
-        return parse_device_amounts(text, limits.memory.by_device, reason);
+        return parse_device_amounts(text, limits.memory, reason);
       case OptionId::kSm:
         return parse_sm_percent(text, limits.compute.sm_percent, reason);
       case OptionId::kWeight:

@@ -1,5 +1,10 @@
 #include "gpulimit/options/limits.h"
 
+#include <algorithm>
+#include <utility>
+
+#include "gpulimit/options/values.h"
+
 namespace gpulimit::options {
 
 uint64_t Amount::resolve(uint64_t device_total) const noexcept {
@@ -13,6 +18,43 @@ std::optional<Amount> MemoryLimits::for_device(unsigned device) const noexcept {
   const auto entry = by_device.find(device);
   if (entry != by_device.end()) return entry->second;
   return all;
+}
+
+std::optional<Amount> MemoryLimits::for_gpu(const DeviceUuid& uuid,
+                                            unsigned ordinal) const noexcept {
+  const auto entry = by_uuid.find(uuid);
+  if (entry != by_uuid.end()) return entry->second;
+  return for_device(ordinal);
+}
+
+std::optional<uint64_t> MemoryLimits::smallest(uint64_t device_total) const noexcept {
+  std::optional<uint64_t> least;
+  const auto consider = [&](const Amount& amount) {
+    const uint64_t bytes = amount.resolve(device_total);
+    least = least ? std::min(*least, bytes) : bytes;
+  };
+  if (all) consider(*all);
+  for (const auto& [ordinal, amount] : by_device)
+    consider(amount);
+  for (const auto& [uuid, amount] : by_uuid)
+    consider(amount);
+  return least;
+}
+
+bool MemoryLimits::bind(const std::vector<DeviceUuid>& visible, std::string& reason) {
+  std::map<DeviceUuid, Amount> bound = by_uuid;
+  for (const auto& [ordinal, amount] : by_device) {
+    if (ordinal >= visible.size()) continue;
+    const auto [entry, added] = bound.emplace(visible[ordinal], amount);
+    if (!added && entry->second != amount) {
+      reason = "device " + std::to_string(ordinal) + " is " + format_device_uuid(visible[ordinal]) +
+               ", which is given another cap";
+      return false;
+    }
+  }
+  by_uuid = std::move(bound);
+  by_device.clear();
+  return true;
 }
 
 }  // namespace gpulimit::options

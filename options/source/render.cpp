@@ -1,6 +1,6 @@
 // Limits written back as variables, in the one spelling each value has:
 // bytes in the largest binary unit that divides them (10240M is 10G,
-// 1536M stays 1536M), devices in ascending order, a GPU-time cap without
+// 1536M stays 1536M), devices in ascending order (ordinals, then UUIDs), a GPU-time cap without
 // its '%' (30% is 30), priorities in lower case.
 #include <cstdint>
 #include <string>
@@ -29,14 +29,6 @@ std::string format_amount(const Amount& amount) {
   return std::to_string(amount.value);
 }
 
-std::string format_device_amounts(const std::map<unsigned, Amount>& amounts) {
-  std::string text;
-  for (const auto& [device, amount] : amounts) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(device) + '=' + format_amount(amount);
-  }
-  return text;
-}
 
 std::string assignment(OptionId id, std::string_view value) {
   std::string text(option(id).variable);
@@ -47,16 +39,27 @@ std::string assignment(OptionId id, std::string_view value) {
 
 }  // namespace
 
+std::string format_device_amounts(const MemoryLimits& memory) {
+  std::string text;
+  const auto add = [&text](const std::string& device, const Amount& amount) {
+    if (!text.empty()) text += ',';
+    text += device + '=' + format_amount(amount);
+  };
+  for (const auto& [ordinal, amount] : memory.by_device)
+    add(std::to_string(ordinal), amount);
+  for (const auto& [uuid, amount] : memory.by_uuid)
+    add(format_device_uuid(uuid), amount);
+  return text;
+}
+
 bool limits_to_environment(const Limits& limits, std::vector<std::string>& out) noexcept {
   std::string error;
   return detail::without_exceptions(error, [&] {
     std::vector<std::string> result;
     if (limits.memory.all)
       result.push_back(assignment(OptionId::kMem, format_amount(*limits.memory.all)));
-    if (!limits.memory.by_device.empty()) {
-      result.push_back(
-          assignment(OptionId::kDeviceMem, format_device_amounts(limits.memory.by_device)));
-    }
+    if (!limits.memory.by_device.empty() || !limits.memory.by_uuid.empty())
+      result.push_back(assignment(OptionId::kDeviceMem, format_device_amounts(limits.memory)));
     const ComputeLimits& compute = limits.compute;
     const ComputeLimits defaults;
     if (compute.sm_percent != defaults.sm_percent)

@@ -127,14 +127,53 @@ bool parse_device_index(std::string_view text, unsigned& out) noexcept {
   return true;
 }
 
-bool parse_device_amounts(std::string_view text, std::map<unsigned, Amount>& out,
-                          std::string& reason) noexcept {
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+bool parse_device_uuid(std::string_view text, DeviceUuid& out) noexcept {
+  if (!text.starts_with("GPU-") && !text.starts_with("MIG-")) return false;
+  text.remove_prefix(4);
+  DeviceUuid uuid{};
+  size_t nibbles = 0;
+  for (const char c : text) {
+    if (c == '-') continue;
+    const int digit = hex_digit(c);
+    if (digit < 0 || nibbles == 2 * uuid.size()) return false;
+    uuid[nibbles / 2] = static_cast<unsigned char>(uuid[nibbles / 2] << 4 | digit);
+    ++nibbles;
+  }
+  if (nibbles != 2 * uuid.size() || text.front() == '-' || text.back() == '-') return false;
+  out = uuid;
+  return true;
+}
+
+std::string format_device_uuid(const DeviceUuid& uuid) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (size_t i = 0; i < uuid.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    text += kHex[uuid[i] >> 4];
+    text += kHex[uuid[i] & 0xf];
+  }
+  return text;
+}
+
+bool parse_device_amounts(std::string_view text, MemoryLimits& out, std::string& reason) noexcept {
   return detail::without_exceptions(reason, [&] {
     if (text.empty()) {
       reason = with_list_example("an empty list");
       return false;
     }
-    std::map<unsigned, Amount> result;
+    std::map<unsigned, Amount> by_device;
+    std::map<DeviceUuid, Amount> by_uuid;
     for (;;) {
       const std::size_t comma = text.find(',');
       const std::string_view entry = text.substr(0, comma);
@@ -144,32 +183,49 @@ bool parse_device_amounts(std::string_view text, std::map<unsigned, Amount>& out
       }
       const std::size_t equals = entry.find('=');
       if (equals == std::string_view::npos) {
-        reason = with_list_example(quoted(entry) + " is not INDEX=SIZE");
+        reason = with_list_example(quoted(entry) + " is not DEVICE=SIZE");
         return false;
       }
-      const std::string_view index_text = entry.substr(0, equals);
+      const std::string_view device_text = entry.substr(0, equals);
       unsigned index = 0;
-      if (!parse_device_index(index_text, index)) {
-        reason = quoted(index_text) + " is not a device index (0 to " +
-                 std::to_string(kMaxDeviceIndex) + ")";
+      DeviceUuid uuid{};
+      const bool is_index = parse_device_index(device_text, index);
+      if (!is_index && !parse_device_uuid(device_text, uuid)) {
+        reason = quoted(device_text) + " is not a device index (0 to " +
+                 std::to_string(kMaxDeviceIndex) + ") or a GPU's UUID (GPU-...)";
         return false;
       }
+      const std::string device = is_index ? std::to_string(index) : std::string(device_text);
       Amount amount;
       std::string amount_reason;
       if (!parse_amount(entry.substr(equals + 1), amount, amount_reason)) {
-        reason = "device " + std::to_string(index) + ": " + amount_reason;
+        reason = "device " + device + ": " + amount_reason;
         return false;
       }
-      if (!result.emplace(index, amount).second) {
-        reason = "device " + std::to_string(index) + " is given twice";
+      if (is_index ? !by_device.emplace(index, amount).second
+                   : !by_uuid.emplace(uuid, amount).second) {
+        reason = "device " + device + " is given twice";
         return false;
       }
       if (comma == std::string_view::npos) break;
       text.remove_prefix(comma + 1);
     }
-    out = std::move(result);
+    out.by_device = std::move(by_device);
+    out.by_uuid = std::move(by_uuid);
     return true;
   });
+}
+
+bool parse_device_amounts(std::string_view text, std::map<unsigned, Amount>& out,
+                          std::string& reason) noexcept {
+  MemoryLimits parsed;
+  if (!parse_device_amounts(text, parsed, reason)) return false;
+  if (!parsed.by_uuid.empty()) {
+    reason = "devices are named by index here, not by UUID";
+    return false;
+  }
+  out = std::move(parsed.by_device);
+  return true;
 }
 
 bool parse_tenant_id(std::string_view text, std::string& reason) noexcept {

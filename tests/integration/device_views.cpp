@@ -3,10 +3,12 @@
 // device a cap lands on (tenant_processes_test.cpp). Linked to the driver's
 // and NVML's exported names; run with or without libgpulimit.so preloaded.
 //
-//   device_views [--alloc ORDINAL SIZE]
+//   device_views [--alloc ORDINAL SIZE | --nvml-only]
 //
 // With --alloc, first allocates SIZE bytes (cuMemAlloc) on CUDA device
-// ORDINAL and keeps them while it looks. Keys, for each CUDA ordinal i (as
+// ORDINAL and keeps them while it looks. With --nvml-only it never calls the
+// driver (no cuInit: what a tool that sizes itself from NVML first sees)
+// and writes only the nvml keys. Keys, for each CUDA ordinal i (as
 // CUDA_VISIBLE_DEVICES numbers them) and each NVML index j (the machine's
 // numbering):
 //
@@ -74,14 +76,17 @@ int main(int argc, char** argv) {
     alloc_ordinal = std::atoi(argv[2]);
     alloc_bytes = gpulimit::parse_byte_size(argv[3]).value_or(0);
   }
-  if (argc != 1 && (!alloc_ordinal || alloc_bytes == 0)) {
-    std::fprintf(stderr, "usage: device_views [--alloc ORDINAL SIZE]\n");
+  const bool nvml_only = argc == 2 && std::string(argv[1]) == "--nvml-only";
+  if (argc != 1 && !nvml_only && (!alloc_ordinal || alloc_bytes == 0)) {
+    std::fprintf(stderr, "usage: device_views [--alloc ORDINAL SIZE | --nvml-only]\n");
     return 2;
   }
 
-  check("cuInit", cuInit(0));
   int count = 0;
-  check("cuDeviceGetCount", cuDeviceGetCount(&count));
+  if (!nvml_only) {
+    check("cuInit", cuInit(0));
+    check("cuDeviceGetCount", cuDeviceGetCount(&count));
+  }
   std::vector<CUcontext> contexts(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     CUdevice device = 0;
@@ -97,7 +102,7 @@ int main(int argc, char** argv) {
 
   Line line;
   line.add("workload", "device_views");
-  line.add("cuda_devices", static_cast<unsigned long long>(count));
+  if (!nvml_only) line.add("cuda_devices", static_cast<unsigned long long>(count));
   for (int i = 0; i < count; ++i) {
     const std::string key = "cuda" + std::to_string(i) + "_";
     CUuuid uuid{};

@@ -371,5 +371,100 @@ TEST_F(ReorderedDevices, ACapThroughTheCommandLeavesTheOtherPhysicalDeviceWhole)
   EXPECT_EQ(views.number("nvml1_total"), 8 * kGiB);
 }
 
+// A launcher that narrows CUDA_VISIBLE_DEVICES for its workers renumbers
+// the GPUs: a cap given by index must stay on the GPU the index named where
+// it was given (the job's device 0 here is physical device 1, 8G). The worker
+// sees physical 0 as its device 0 and physical 1 as its device 1.
+constexpr const char* kWorkerView = "CUDA_VISIBLE_DEVICES=0,1 exec ";
+
+void expect_cap_stayed_on_physical_device_1(const Report& worker, const std::string& describe) {
+  EXPECT_EQ(worker.number("cuda0_total"), 4 * kGiB)
+      << "the worker's device 0 is physical 0, which has no cap\n"
+      << describe;
+  EXPECT_EQ(worker.number("cuda1_total"), kGiB)
+      << "the worker's device 1 is physical 1, the device capped at 1G\n"
+      << describe;
+  EXPECT_EQ(worker.number("nvml1_total"), kGiB) << describe;
+  EXPECT_EQ(worker.number("nvml0_total"), 4 * kGiB) << describe;
+}
+
+TEST_F(ReorderedDevices, AWorkerOfAGpulimitJobThatRenumbersTheDevicesKeepsEachGpusCap) {
+  // The launcher itself never takes CUDA: gpulimit binds the index.
+  const WorkloadRun sut =
+      run(kGpulimit,
+          {"--device-mem", "0=1G", "--", "/bin/sh", "-c", std::string(kWorkerView) + kDeviceViews},
+          reordered(command_environment()));
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  expect_cap_stayed_on_physical_device_1(sut.report, sut.describe());
+}
+
+TEST_F(ReorderedDevices, AChildThatRenumbersTheDevicesKeepsEachGpusCap) {
+  // No gpulimit command (HAMi's variable): the first process to take CUDA
+  // binds the index, and its children inherit the binding.
+  const Environment env = with(reordered(tenant("")), "CUDA_DEVICE_MEMORY_LIMIT_0", "1G");
+  const WorkloadRun sut =
+      run(kForkingTenant,
+          {"exec-child", "--", "/bin/sh", "-c", std::string(kWorkerView) + kDeviceViews}, env);
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  expect_cap_stayed_on_physical_device_1(line_with(sut.out, "cuda_devices="), sut.describe());
+}
+
+TEST_F(ReorderedDevices, ACapByUuidLandsOnThatGpuWhateverItsIndex) {
+  // Physical device 1's UUID, as NVML names it, through the command.
+  const WorkloadRun probe = run(kDeviceViews, {}, reordered(machine_.environment()));
+  ASSERT_EQ(probe.exit_status, 0) << probe.describe();
+  const std::string physical_1 = probe.report.text("nvml1_uuid");
+  const WorkloadRun sut = run(kGpulimit,
+                              {"--device-mem", physical_1 + "=1G", "--", "/bin/sh", "-c",
+                               std::string(kWorkerView) + kDeviceViews},
+                              reordered(command_environment()));
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  expect_cap_stayed_on_physical_device_1(sut.report, sut.describe());
+}
+
+TEST_F(ReorderedDevices, NvmlShowsTheCapsBeforeTheProgramTakesCuda) {
+  // A tool that sizes itself from NVML before (or without) cuInit. The
+  // job's processes have the caps by UUID from the gpulimit command.
+  const WorkloadRun sut =
+      run(kGpulimit, {"--mem", "2G", "--device-mem", "0=1G", "--", kDeviceViews, "--nvml-only"},
+          reordered(command_environment()));
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  const Report& views = sut.report;
+  EXPECT_EQ(views.number("nvml1_total"), kGiB) << "physical 1 is the job's device 0\n"
+                                               << sut.describe();
+  EXPECT_EQ(views.number("nvml1_v2_total"), kGiB);
+  EXPECT_EQ(views.number("nvml0_total"), 2 * kGiB) << "physical 0 has the cap of every device";
+  EXPECT_EQ(views.number("nvml0_free"), 2 * kGiB);
+}
+
+TEST_F(ReorderedDevices, NvmlBeforeCudaCountsWhatTheTenantsOtherProcessesHold) {
+  // One process of the tenant holds 768M of its 1G; another, before its
+  // cuInit, must see 256M free, not the whole cap.
+  const Environment env = reordered(tenant("1G"));
+  WorkloadProcess holder(kForkingTenant, {"lingering-child", "--hold", "768M"}, env);
+  ASSERT_TRUE(holder.wait_for_output("event=holding", 30s));
+  const WorkloadRun sut = run(kDeviceViews, {"--nvml-only"}, env);
+  holder.kill_now();
+  const WorkloadRun held = holder.wait(10s);
+  KillAtEnd child_guard(
+      static_cast<pid_t>(line_with(held.out, "event=holding").number("child_pid")));
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  // The holder's device 0 is physical 1.
+  EXPECT_EQ(sut.report.number("nvml1_total"), kGiB) << sut.describe();
+  EXPECT_EQ(sut.report.number("nvml1_free"), 256 * kMiB) << sut.describe();
+  EXPECT_EQ(sut.report.number("nvml0_free"), kGiB) << sut.describe();
+}
+
+TEST_F(ReorderedDevices, NvmlBeforeCudaWithCapsStillByIndexShowsTheLeastOfThem) {
+  // HAMi's variables, no gpulimit command: which GPU index 1 names is known
+  // only at cuInit, so NVML shows every GPU the least cap meanwhile.
+  const Environment env = with(with(reordered(tenant("")), "CUDA_DEVICE_MEMORY_LIMIT", "3G"),
+                               "CUDA_DEVICE_MEMORY_LIMIT_1", "1G");
+  const WorkloadRun sut = run(kDeviceViews, {"--nvml-only"}, env);
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  EXPECT_EQ(sut.report.number("nvml0_total"), kGiB) << sut.describe();
+  EXPECT_EQ(sut.report.number("nvml1_total"), kGiB) << sut.describe();
+}
+
 }  // namespace
 }  // namespace integration

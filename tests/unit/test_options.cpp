@@ -187,20 +187,22 @@ TEST(DeviceAmounts, RefusesMalformedLists) {
   EXPECT_EQ(list_error(""), "an empty list" + kListExample);
   for (const char* text : {",", "0=1G,", ",0=1G", "0=1G,,1=1G"})
     EXPECT_EQ(list_error(text), "an empty entry in the list" + kListExample) << text;
-  EXPECT_EQ(list_error("0"), "'0' is not INDEX=SIZE" + kListExample);
-  EXPECT_EQ(list_error("10G"), "'10G' is not INDEX=SIZE" + kListExample);
-  EXPECT_EQ(list_error("0=1G,1"), "'1' is not INDEX=SIZE" + kListExample);
-  EXPECT_EQ(list_error("0:1G"), "'0:1G' is not INDEX=SIZE" + kListExample);
+  EXPECT_EQ(list_error("0"), "'0' is not DEVICE=SIZE" + kListExample);
+  EXPECT_EQ(list_error("10G"), "'10G' is not DEVICE=SIZE" + kListExample);
+  EXPECT_EQ(list_error("0=1G,1"), "'1' is not DEVICE=SIZE" + kListExample);
+  EXPECT_EQ(list_error("0:1G"), "'0:1G' is not DEVICE=SIZE" + kListExample);
 }
 
 TEST(DeviceAmounts, RefusesBadIndices) {
-  EXPECT_EQ(list_error("=1G"), "'' is not a device index (0 to 63)");
-  EXPECT_EQ(list_error("64=1G"), "'64' is not a device index (0 to 63)");
-  EXPECT_EQ(list_error("1000000=1G"), "'1000000' is not a device index (0 to 63)");
-  EXPECT_EQ(list_error("01=1G"), "'01' is not a device index (0 to 63)");
-  EXPECT_EQ(list_error("-1=1G"), "'-1' is not a device index (0 to 63)");
-  EXPECT_EQ(list_error(" 0=1G"), "' 0' is not a device index (0 to 63)");
-  EXPECT_EQ(list_error("0=1G,gpu1=1G"), "'gpu1' is not a device index (0 to 63)");
+  EXPECT_EQ(list_error("=1G"), "'' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
+  EXPECT_EQ(list_error("64=1G"), "'64' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
+  EXPECT_EQ(list_error("1000000=1G"),
+            "'1000000' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
+  EXPECT_EQ(list_error("01=1G"), "'01' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
+  EXPECT_EQ(list_error("-1=1G"), "'-1' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
+  EXPECT_EQ(list_error(" 0=1G"), "' 0' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
+  EXPECT_EQ(list_error("0=1G,gpu1=1G"),
+            "'gpu1' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
 }
 
 TEST(DeviceAmounts, RefusesBadAmountsNamingTheDevice) {
@@ -209,12 +211,99 @@ TEST(DeviceAmounts, RefusesBadAmountsNamingTheDevice) {
   EXPECT_EQ(list_error("2=101%"), "device 2: not a percentage from 1% to 100%");
   EXPECT_EQ(list_error("0=1G=2G"), "device 0: not a size" + kSizeExamples);
   EXPECT_EQ(list_error("0=1G;1=2G"), "device 0: not a size" + kSizeExamples);
-  EXPECT_EQ(list_error("0=1G, 1=2G"), "' 1' is not a device index (0 to 63)");
+  EXPECT_EQ(list_error("0=1G, 1=2G"),
+            "' 1' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
 }
 
 TEST(DeviceAmounts, RefusesADeviceGivenTwice) {
   EXPECT_EQ(list_error("0=1G,0=2G"), "device 0 is given twice");
   EXPECT_EQ(list_error("1=1G,0=5%,1=1G"), "device 1 is given twice");
+}
+
+constexpr DeviceUuid kGpuA = {0x4f, 0x1e, 0x00, 0x01, 0xab, 0xcd, 0x12, 0x34,
+                              0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x00, 0xff};
+constexpr DeviceUuid kGpuB = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+                              0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10};
+const std::string kGpuAText = "GPU-4f1e0001-abcd-1234-5678-9abcdef000ff";
+
+TEST(DeviceUuid, ReadsWhatNvmlWritesAndWritesItBack) {
+  DeviceUuid uuid{};
+  ASSERT_TRUE(parse_device_uuid(kGpuAText, uuid));
+  EXPECT_EQ(uuid, kGpuA);
+  EXPECT_EQ(format_device_uuid(uuid), kGpuAText);
+  // Upper case, a MIG device's prefix, dashes elsewhere: the same 16 bytes.
+  for (const char* text :
+       {"GPU-4F1E0001-ABCD-1234-5678-9ABCDEF000FF", "MIG-4f1e0001-abcd-1234-5678-9abcdef000ff",
+        "GPU-4f1e0001abcd123456789abcdef000ff"}) {
+    ASSERT_TRUE(parse_device_uuid(text, uuid)) << text;
+    EXPECT_EQ(uuid, kGpuA) << text;
+  }
+  for (const char* text : {"", "GPU-", "gpu-4f1e0001-abcd-1234-5678-9abcdef000ff",
+                           "GPU-4f1e0001-abcd-1234-5678-9abcdef000f",    // 31 digits
+                           "GPU-4f1e0001-abcd-1234-5678-9abcdef000ff0",  // 33 digits
+                           "GPU-4f1e0001-abcd-1234-5678-9abcdef000fg",   // not hex
+                           "GPU--4f1e0001-abcd-1234-5678-9abcdef000ff",  // dash first
+                           "GPU-4f1e0001-abcd-1234-5678-9abcdef000ff-",  // dash last
+                           "4f1e0001-abcd-1234-5678-9abcdef000ff"}) {
+    EXPECT_FALSE(parse_device_uuid(text, uuid)) << text;
+  }
+}
+
+TEST(DeviceAmounts, ListsMayNameDevicesByUuid) {
+  MemoryLimits memory;
+  std::string reason;
+  ASSERT_TRUE(parse_device_amounts("1=20%," + kGpuAText + "=4G", memory, reason)) << reason;
+  EXPECT_EQ(memory.by_device, (std::map<unsigned, Amount>{{1, percent(20)}}));
+  EXPECT_EQ(memory.by_uuid, (std::map<DeviceUuid, Amount>{{kGpuA, bytes(4 * kGiB)}}));
+  EXPECT_FALSE(parse_device_amounts(kGpuAText + "=1G,MIG-4f1e0001abcd123456789abcdef000ff=2G",
+                                    memory, reason));
+  EXPECT_EQ(reason, "device MIG-4f1e0001abcd123456789abcdef000ff is given twice");
+  // Where only indices make sense, a UUID is refused by name.
+  EXPECT_EQ(list_error(kGpuAText + "=1G"), "devices are named by index here, not by UUID");
+}
+
+TEST(MemoryLimits, AGpusOwnEntryComesBeforeItsOrdinalsAndTheDefault) {
+  MemoryLimits memory;
+  memory.all = bytes(8 * kGiB);
+  memory.by_device = {{0, bytes(2 * kGiB)}};
+  memory.by_uuid = {{kGpuA, bytes(kGiB)}};
+  EXPECT_EQ(memory.for_gpu(kGpuA, 0), bytes(kGiB));
+  EXPECT_EQ(memory.for_gpu(kGpuA, 5), bytes(kGiB));
+  EXPECT_EQ(memory.for_gpu(kGpuB, 0), bytes(2 * kGiB));
+  EXPECT_EQ(memory.for_gpu(kGpuB, 1), bytes(8 * kGiB));
+  EXPECT_EQ(memory.smallest(100 * kGiB), kGiB);
+  EXPECT_EQ(MemoryLimits{}.smallest(100 * kGiB), std::nullopt);
+}
+
+TEST(MemoryLimits, BindingTiesOrdinalsToTheGpusTheyNameHere) {
+  MemoryLimits memory;
+  memory.all = bytes(8 * kGiB);
+  memory.by_device = {{0, bytes(2 * kGiB)}, {1, percent(10)}, {7, bytes(kGiB)}};
+  std::string reason;
+  ASSERT_TRUE(memory.bind({kGpuB, kGpuA}, reason)) << reason;
+  EXPECT_TRUE(memory.by_device.empty());  // ordinal 7 names no GPU here: dropped
+  EXPECT_EQ(memory.by_uuid,
+            (std::map<DeviceUuid, Amount>{{kGpuB, bytes(2 * kGiB)}, {kGpuA, percent(10)}}));
+  // A child that sees only GPU A, as its ordinal 0, keeps GPU A's cap.
+  EXPECT_EQ(memory.for_gpu(kGpuA, 0), percent(10));
+  EXPECT_EQ(memory.all, bytes(8 * kGiB));
+  // Bound twice (a child binds again): nothing changes.
+  const MemoryLimits bound = memory;
+  ASSERT_TRUE(memory.bind({kGpuA}, reason)) << reason;
+  EXPECT_EQ(memory, bound);
+}
+
+TEST(MemoryLimits, BindingRefusesAnOrdinalAndAUuidThatDisagree) {
+  MemoryLimits memory;
+  memory.by_device = {{0, bytes(2 * kGiB)}};
+  memory.by_uuid = {{kGpuA, bytes(kGiB)}};
+  const MemoryLimits before = memory;
+  std::string reason;
+  EXPECT_FALSE(memory.bind({kGpuA}, reason));
+  EXPECT_EQ(reason, "device 0 is " + kGpuAText + ", which is given another cap");
+  EXPECT_EQ(memory, before);
+  memory.by_device = {{0, bytes(kGiB)}};  // the same cap twice is no conflict
+  EXPECT_TRUE(memory.bind({kGpuA}, reason)) << reason;
 }
 
 TEST(TenantId, SafeCharactersUpTo64) {
@@ -394,8 +483,9 @@ TEST(Environment, ErrorsNameTheVariableAndTheValue) {
             "GPULIMIT_MEM=150%: not a percentage from 1% to 100%");
   EXPECT_EQ(environment_error({"GPULIMIT_DEVICE_MEM=0=1G,0=2G"}),
             "GPULIMIT_DEVICE_MEM=0=1G,0=2G: device 0 is given twice");
-  EXPECT_EQ(environment_error({"GPULIMIT_DEVICE_MEM=64=1G"}),
-            "GPULIMIT_DEVICE_MEM=64=1G: '64' is not a device index (0 to 63)");
+  EXPECT_EQ(
+      environment_error({"GPULIMIT_DEVICE_MEM=64=1G"}),
+      "GPULIMIT_DEVICE_MEM=64=1G: '64' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
   EXPECT_EQ(environment_error({"GPULIMIT_TENANT=my job"}),
             "GPULIMIT_TENANT=my job: not a tenant id (1 to 64 characters of A-Z a-z 0-9 . _ -)");
   EXPECT_EQ(environment_error({"GPULIMIT_LEDGER_DIR=ledgers"}),
@@ -587,7 +677,7 @@ TEST(CommandLineLimits, ErrorsNameTheFlag) {
             "--device-mem 0=2G and CUDA_DEVICE_MEMORY_LIMIT_0=1g disagree on device 0");
   // The rest of the environment is checked as the library will check it.
   EXPECT_EQ(error_for(OptionId::kMem, "1G", {"GPULIMIT_DEVICE_MEM=junk"}),
-            "GPULIMIT_DEVICE_MEM=junk: 'junk' is not INDEX=SIZE" + kListExample);
+            "GPULIMIT_DEVICE_MEM=junk: 'junk' is not DEVICE=SIZE" + kListExample);
 }
 
 TEST(CommandLineLimits, ComputeFlagsReplaceTheirVariables) {
@@ -695,6 +785,23 @@ TEST(Render, WritesEachValueInItsOneSpelling) {
   EXPECT_EQ(render(limits), (std::vector<std::string>{
                                 "GPULIMIT_MEM=50%", "GPULIMIT_DEVICE_MEM=0=20%,1=1536M,3=1G",
                                 "GPULIMIT_TENANT=train-42", "GPULIMIT_LEDGER_DIR=/tmp/ledgers"}));
+}
+
+TEST(Render, WritesGpusByUuidAfterOrdinalsAndReadsThemBack) {
+  Limits limits;
+  limits.memory.by_device = {{1, bytes(kGiB)}};
+  limits.memory.by_uuid = {{kGpuA, percent(30)}};
+  const std::vector<std::string> rendered = render(limits);
+  EXPECT_EQ(rendered, std::vector<std::string>{"GPULIMIT_DEVICE_MEM=1=1G," + kGpuAText + "=30%"});
+  std::vector<char*> envp;
+  std::vector<std::string> storage = rendered;
+  for (std::string& entry : storage)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  Limits read;
+  std::string error;
+  ASSERT_TRUE(limits_from_environment(envp.data(), read, error)) << error;
+  EXPECT_EQ(read.memory, limits.memory);
 }
 
 TEST(Render, WritesTheComputeLimitsAndTheSocket) {

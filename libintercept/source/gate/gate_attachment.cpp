@@ -13,11 +13,13 @@
 
 #include "gate/connection_watcher.h"
 #include "gate/drain_thread.h"
+#include "gate/enforcement.h"
 #include "gate/gate_connection.h"
 #include "gate/gate_session.h"
 #include "gate/launch_gate.h"
 #include "gate/launching_threads.h"
 #include "gpulimit/options/limits.h"
+#include "gpulimit/protocol/channel.h"
 #include "gpulimit/protocol/priority.h"
 #include "lookup/real_driver.h"
 #include "memory/tenant.h"
@@ -47,9 +49,16 @@ struct Config {
   // when they cannot be enforced. Empty when none was asked for.
   std::string asked;
   std::string not_enforced;  // "; --sm 30 is not enforced", or empty
+  // The administrator enforces (enforcement.h): a first attach that fails
+  // refuses the process CUDA.
+  bool enforced = false;
   protocol::Hello hello;
 };
 std::atomic<const Config*> config{nullptr};
+std::atomic<bool> enforcement_refused{false};
+
+constexpr const char* kRefusedCuda =
+    "; the administrator enforces gpulimit on this machine, so CUDA is refused";
 
 pthread_mutex_t configure_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -99,13 +108,16 @@ void list_devices(protocol::Hello& hello, const options::MemoryLimits& memory) {
   for (uint32_t ordinal = 0; ordinal < hello.device_count; ++ordinal) {
     CUuuid uuid{};
     // A device without its UUID cannot be matched: the server leaves it be.
-    if (get_uuid(&uuid, static_cast<CUdevice>(ordinal)) == CUDA_SUCCESS)
-      std::memcpy(hello.uuids[ordinal], uuid.bytes, sizeof hello.uuids[ordinal]);
+    const bool named = get_uuid(&uuid, static_cast<CUdevice>(ordinal)) == CUDA_SUCCESS;
+    if (named) std::memcpy(hello.uuids[ordinal], uuid.bytes, sizeof hello.uuids[ordinal]);
     size_t total = 0;
     if (!total_mem || total_mem(&total, static_cast<CUdevice>(ordinal)) != CUDA_SUCCESS) total = 0;
     hello.memory_total[ordinal] = total;
-    if (const std::optional<options::Amount> amount = memory.for_device(ordinal))
-      hello.memory_requested[ordinal] = amount->resolve(total);
+    options::DeviceUuid gpu{};
+    if (named) std::memcpy(gpu.data(), uuid.bytes, gpu.size());
+    const std::optional<options::Amount> amount =
+        named ? memory.for_gpu(gpu, ordinal) : memory.for_device(ordinal);
+    if (amount) hello.memory_requested[ordinal] = amount->resolve(total);
   }
 }
 
@@ -118,7 +130,12 @@ const Config* make_config(const options::Limits& limits) {
     made->socket_directory = slash == 0 ? "/" : made->socket_path.substr(0, slash);
     made->socket_name = made->socket_path.substr(slash + 1);
     made->asked = asked_limits(limits.compute);
-    if (!made->asked.empty()) made->not_enforced = "; " + made->asked + " is not enforced";
+    made->enforced = limits.socket == protocol::kSystemSocketPath && administrator_enforces();
+    if (made->enforced) {
+      made->not_enforced = kRefusedCuda;
+    } else if (!made->asked.empty()) {
+      made->not_enforced = "; " + made->asked + " is not enforced";
+    }
   } catch (...) {
     delete made;
     return nullptr;
@@ -194,6 +211,14 @@ Reattach attach_now(const Config& c, bool quiet) {
   JoinResult joined = join_server(c.socket_path, hello);
   const char* not_enforced = c.not_enforced.c_str();
 
+  // Under enforcement a first attach either joins or refuses the process
+  // CUDA; later ones (the server went and comes back) retry as anywhere.
+  if (c.enforced && !quiet && joined.outcome != JoinResult::Outcome::kWelcome) {
+    say(joined.reason.c_str(), not_enforced);
+    enforcement_refused.store(true, std::memory_order_release);
+    go_ungated(State::kRefused);
+    return Reattach::kRefused;
+  }
   switch (joined.outcome) {
     case JoinResult::Outcome::kRefused:
       say(joined.reason.c_str(), not_enforced);
@@ -350,6 +375,10 @@ void attach_after_init() noexcept {
   } catch (...) {
   }
   configure_and_attach(limits);
+}
+
+bool refused_under_enforcement() noexcept {
+  return enforcement_refused.load(std::memory_order_acquire);
 }
 
 bool join_for_memory(const options::Limits& limits, uint64_t* caps, int count) noexcept {

@@ -46,6 +46,11 @@ Reattach attach_again() noexcept;
 // server granted any (none configured, unreachable, refused).
 bool join_for_memory(const options::Limits& limits, uint64_t* caps, int count) noexcept;
 
+// True once the first attach of a process under the administrator's
+// enforcement (enforcement.h) was refused or found no server: the process
+// must get no CUDA. The gate has said so in one line.
+bool refused_under_enforcement() noexcept;
+
 // The launch slow path of a forked child that has not attached yet; returns
 // at once when another thread is attaching it.
 void attach_in_forked_child() noexcept;

@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <mutex>
+
+#include "lookup/real_loader.h"
 
 namespace gpulimit::real {
 
@@ -16,8 +19,6 @@ GPULIMIT_DRIVER_CALLS(GPULIMIT_REAL_SLOT)
 
 namespace gpulimit {
 namespace {
-
-using DlsymFn = void* (*)(void*, const char*);
 
 // Hooked rows first, in list order: exported_address(i) is row i's.
 constexpr const char* kSymbolNames[] = {
@@ -36,6 +37,16 @@ thread_local bool loading = false;
 
 void load_once() {
   loading = true;
+  // A copy of gpulimit in a namespace of dlmopen's (dlopen_override.cpp)
+  // stands guard there: its hooks come first for every library of that
+  // namespace, and it loads no driver, so they refuse.
+  if (!loader::in_base_namespace()) {
+    std::fprintf(stderr,
+                 "gpulimit: CUDA refused in a namespace made by dlmopen: gpulimit caps the "
+                 "program's own driver only\n");
+    loading = false;
+    return;
+  }
   // The program may have linked or dlopened the driver already.
   void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!handle) handle = dlopen("libcuda.so.1", RTLD_NOW);
@@ -57,13 +68,8 @@ void load_once() {
 }  // namespace
 
 void* real_dlsym(void* handle, const char* name) {
-  // Looked up by version, so that the lookup itself never comes back here.
-  static DlsymFn fn = [] {
-    void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    return reinterpret_cast<DlsymFn>(f);
-  }();
-  return fn ? fn(handle, name) : nullptr;
+  // Never the override: a lookup by handle from here finds the driver's own.
+  return loader::find_next() ? gpulimit_next_dlsym(handle, name) : nullptr;
 }
 
 bool load_driver() {

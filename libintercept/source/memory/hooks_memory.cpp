@@ -8,6 +8,7 @@
 // What counts: the bytes the caller asked for (for pitched memory, pitch ×
 // height as the driver chose it). Devices without a cap are not counted.
 #include "memory/accounting.h"
+#include "memory/pool_books.h"
 
 namespace {
 
@@ -25,8 +26,12 @@ CUresult charged(uint64_t bytes, Allocate&& allocate) {
                                   std::forward<Allocate>(allocate), free_now);
 }
 
+// cuMemFree also frees stream-ordered memory (synchronising first): its
+// pool's books settle it then.
 template <typename Free>
 CUresult uncharged(CUdeviceptr ptr, Free&& free) {
+  if (Tenant::limited() && gpulimit::pool_books::owns(ptr))
+    return gpulimit::pool_books::free(ptr, std::forward<Free>(free));
   return gpulimit::uncharged<false>(ptr, std::forward<Free>(free));
 }
 

@@ -14,12 +14,20 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "gate/enforcement.h"
 #include "gate/gate_attachment.h"
 #include "gpulimit/options/environment.h"
+#include "gpulimit/options/option_table.h"
+#include "gpulimit/options/values.h"
+#include "gpulimit/protocol/channel.h"
+#include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
 #include "lookup/real_driver.h"
+#include "memory/pool_books.h"
 
 extern char** environ;
 
@@ -110,6 +118,52 @@ std::string new_tenant_id() {
 
 void child_after_fork();
 
+// The UUIDs of the CUDA devices this process sees, in ordinal order (all of
+// them, or none when the driver cannot say).
+std::vector<options::DeviceUuid> visible_gpus() {
+  std::vector<options::DeviceUuid> uuids;
+  int count = 0;
+  auto get_count = real_function(real::cuDeviceGetCount);
+  auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
+  if (!get_count || !get_uuid || get_count(&count) != CUDA_SUCCESS) return uuids;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    CUuuid uuid{};
+    if (get_uuid(&uuid, ordinal) != CUDA_SUCCESS) return {};
+    options::DeviceUuid& bytes = uuids.emplace_back();
+    std::memcpy(bytes.data(), uuid.bytes, bytes.size());
+  }
+  return uuids;
+}
+
+// Per-device caps given by ordinal are bound to the GPUs they name in this
+// process (the first of the tenant to see the GPUs, unless `gpulimit` bound
+// them already) and handed on by UUID: the children's ordinals may name other
+// GPUs (options/limits.h). The HAMi per-device variables go, lest a child
+// read them as ordinals again. False with `error` set when the caps disagree.
+bool bind_device_caps(options::MemoryLimits& memory, std::string& error) {
+  if (memory.by_device.empty()) return true;
+  const std::vector<options::DeviceUuid> visible = visible_gpus();
+  if (visible.empty()) return true;  // nothing to bind to: cuInit fails or finds no device
+  if (!memory.bind(visible, error)) return false;
+  const std::string list = options::format_device_amounts(memory);
+  const std::string_view hami_prefix = options::option(options::OptionId::kDeviceMem).hami_alias;
+  std::vector<std::string> hami_names;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    const std::string_view assignment(*entry);
+    if (assignment.starts_with(hami_prefix))
+      hami_names.emplace_back(assignment.substr(0, assignment.find('=')));
+  }
+  for (const std::string& name : hami_names)
+    unsetenv(name.c_str());
+  const std::string variable(options::option(options::OptionId::kDeviceMem).variable);
+  if (list.empty()) {
+    unsetenv(variable.c_str());
+  } else {
+    setenv(variable.c_str(), list.c_str(), 1);
+  }
+  return true;
+}
+
 }  // namespace
 
 std::atomic<Tenant*> Tenant::limited_{nullptr};
@@ -126,7 +180,16 @@ CUresult Tenant::attach(Phase phase) {
     std::string error;
     if (!options::limits_from_environment(environ, limits, error)) {
       refuse(error);
-    } else if ((!limits.memory.empty() || !limits.socket.empty()) && limits.tenant.empty()) {
+      return refusal;
+    }
+    if (gate::administrator_enforces() && limits.socket != protocol::kSystemSocketPath) {
+      // Every process joins the system server, whatever its environment
+      // names (or does not), and its children too.
+      limits.socket = protocol::kSystemSocketPath;
+      setenv(std::string(options::option(options::OptionId::kSocket).variable).c_str(),
+             limits.socket.c_str(), 1);
+    }
+    if ((!limits.memory.empty() || !limits.socket.empty()) && limits.tenant.empty()) {
       limits.tenant = new_tenant_id();
       setenv("GPULIMIT_TENANT", limits.tenant.c_str(), 1);
     }
@@ -138,6 +201,10 @@ CUresult Tenant::attach(Phase phase) {
   }
   if (refusal != CUDA_SUCCESS || (limits.memory.empty() && limits.socket.empty())) return refusal;
   if (phase == Phase::kBeforeInit || limited_.load(std::memory_order_relaxed)) return CUDA_SUCCESS;
+  if (std::string error; !bind_device_caps(limits.memory, error)) {
+    refuse("--device-mem: " + error);
+    return refusal;
+  }
 
   // With a server, its answer first: an administrator's policy may cap
   // memory the job did not ask to cap, or cap it lower than it asked.
@@ -145,6 +212,11 @@ CUresult Tenant::attach(Phase phase) {
   const bool have_grant =
       !limits.socket.empty() &&
       gate::join_for_memory(limits, granted.data(), options::kDeviceOrdinalCount);
+  if (gate::refused_under_enforcement()) {
+    refusal = CUDA_ERROR_NOT_INITIALIZED;  // the gate said why, in one line
+    refuse_cuda();
+    return refusal;
+  }
   if (limits.memory.empty() && (!have_grant || std::all_of(granted.begin(), granted.end(),
                                                            [](uint64_t c) { return c == 0; })))
     return CUDA_SUCCESS;
@@ -166,14 +238,16 @@ CUresult Tenant::attach(Phase phase) {
   auto total_mem = real_function(real::cuDeviceTotalMem_v2);
   if (!get_count || !get_uuid || !total_mem || get_count(&count) != CUDA_SUCCESS) count = 0;
   for (int ordinal = 0; ordinal < count && ordinal < options::kDeviceOrdinalCount; ++ordinal) {
-    std::optional<options::Amount> amount =
-        limits.memory.for_device(static_cast<unsigned>(ordinal));
     const uint64_t grant = granted[static_cast<size_t>(ordinal)];
     CUuuid uuid{};
     size_t total = 0;
-    if ((!amount && grant == 0) || get_uuid(&uuid, ordinal) != CUDA_SUCCESS ||
-        total_mem(&total, ordinal) != CUDA_SUCCESS)
+    if (get_uuid(&uuid, ordinal) != CUDA_SUCCESS || total_mem(&total, ordinal) != CUDA_SUCCESS)
       continue;
+    options::DeviceUuid gpu;
+    std::memcpy(gpu.data(), uuid.bytes, gpu.size());
+    const std::optional<options::Amount> amount =
+        limits.memory.for_gpu(gpu, static_cast<unsigned>(ordinal));
+    if (!amount && grant == 0) continue;
     // The smaller of what the job asked and what the server granted.
     uint64_t cap = amount ? amount->resolve(total) : grant;
     if (grant != 0) cap = std::min(cap, grant);
@@ -223,6 +297,10 @@ int Tenant::current_ledger_device() const {
 }
 
 bool Tenant::reserve(int device, uint64_t bytes) {
+  if (attachment->ledger->reserve(device, bytes)) return true;
+  // Pools may have given memory back at a synchronisation since their
+  // reserve was last read: read it again before refusing.
+  pool_books::reclaim();
   return attachment->ledger->reserve(device, bytes);
 }
 
@@ -254,10 +332,38 @@ bool Tenant::view_uuid(const unsigned char uuid[16], uint64_t* cap, uint64_t* us
   return false;
 }
 
+bool Tenant::view_before_init(const unsigned char uuid[16], uint64_t device_total, uint64_t* cap,
+                              uint64_t* used) {
+  if (attach(Phase::kBeforeInit) != CUDA_SUCCESS) return false;
+  const options::Limits limits = read_limits();
+  options::DeviceUuid gpu;
+  std::memcpy(gpu.data(), uuid, gpu.size());
+  std::optional<uint64_t> bytes;
+  if (const auto entry = limits.memory.by_uuid.find(gpu); entry != limits.memory.by_uuid.end()) {
+    bytes = entry->second.resolve(device_total);
+  } else if (!limits.memory.by_device.empty()) {
+    bytes = limits.memory.smallest(device_total);
+  } else if (limits.memory.all) {
+    bytes = limits.memory.all->resolve(device_total);
+  }
+  if (!bytes) return false;
+  *cap = *bytes;
+  *used = 0;
+  if (limits.tenant.empty()) return true;
+  std::vector<shm::LedgerDeviceUsage> devices;
+  std::string error;
+  const std::string path = shm::TenantLedger::path_for(limits.ledger_dir, getuid(), limits.tenant);
+  if (!shm::read_ledger_usage(path, getuid(), devices, error)) return true;  // no ledger yet
+  for (const shm::LedgerDeviceUsage& device : devices)
+    if (std::memcmp(device.uuid.data(), uuid, device.uuid.size()) == 0) *used = device.used;
+  return true;
+}
+
 bool Tenant::view(CUdevice ordinal, uint64_t* cap, uint64_t* used) {
   const int device = ledger_device(ordinal);
   if (device < 0) return false;
   attachment->ledger->reap();  // what exited processes held is not in use
+  pool_books::reclaim();       // nor what this process's pools gave back
   *cap = attachment->ledger->cap(device);
   *used = attachment->ledger->used(device);
   return true;

@@ -68,6 +68,15 @@ class Tenant {
   // The same for the device with this UUID (NVML's numbering is not CUDA's).
   bool view_uuid(const unsigned char uuid[16], uint64_t* cap, uint64_t* used);
 
+  // The device with this UUID, of `device_total` bytes, as a capped process
+  // that has not called cuInit yet sees it through NVML: the cap its limits
+  // give that GPU (the least of its caps while per-device caps are still
+  // given by index: which index the GPU will have is not known yet), and
+  // what the tenant's ledger says the tenant uses. False when the process
+  // has no memory limit of its own (a cap the server grants comes at cuInit).
+  static bool view_before_init(const unsigned char uuid[16], uint64_t device_total, uint64_t* cap,
+                               uint64_t* used);
+
   // In a forked child: the parent's attachment is not the child's.
   static void detach_after_fork() { limited_.store(nullptr, std::memory_order_relaxed); }
 

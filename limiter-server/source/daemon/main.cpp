@@ -7,9 +7,12 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
+#include "gpulimit/protocol/channel.h"
 #include "gpulimit/server/daemon/command_line.h"
 #include "gpulimit/server/daemon/daemon_process.h"
+#include "gpulimit/server/daemon/enforcement_marker.h"
 #include "gpulimit/server/loop/server.h"
 
 int main(int argc, char** argv) {
@@ -52,10 +55,26 @@ int main(int argc, char** argv) {
     if (background) spdlog::error("cannot start: {}", started.error());
     return report_failure(started.error());
   }
+  // The system server with a policy enforces it: processes that it refuses,
+  // or that find it gone, are refused CUDA (limiter-server/README.md).
+  std::optional<server::EnforcementMarker> enforcing;
+  if (options.server.mode == server::ServerMode::kSystem && (*started)->has_policy() &&
+      options.server.socket_path == gpulimit::protocol::kSystemSocketPath) {
+    auto marker = server::EnforcementMarker::make(gpulimit::protocol::kEnforcementMarkerPath);
+    if (!marker) return report_failure(marker.error());
+    enforcing.emplace(std::move(*marker));
+    spdlog::info("enforcing: processes refused or unserved are refused CUDA ({})",
+                 gpulimit::protocol::kEnforcementMarkerPath);
+  } else if (options.server.mode == server::ServerMode::kSystem &&
+             options.server.socket_path == gpulimit::protocol::kSystemSocketPath) {
+    // No policy now: a marker a server with one left when it died goes.
+    unlink(gpulimit::protocol::kEnforcementMarkerPath);
+  }
   if (background) background->ready();
   auto ran = (*started)->run();
   if (!ran) {
     spdlog::error("{}", ran.error());
+    if (enforcing) enforcing->leave();  // failed, not stopped: still closed
     return 1;
   }
   return 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <set>
 
 #include "context.h"
@@ -43,6 +44,13 @@ struct CUgraphExec_st {
   uint32_t magic;
   std::vector<CUgraphNode_st> order;  // copies, in a topological order
   uint64_t alloc_bytes[kMaxDevices];  // graph memory one launch allocates, per ordinal
+  bool auto_free = false;             // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+  // Alloc nodes without a free node in the graph: what a launch leaves
+  // allocated, until cuMemFree[Async] or another graph frees it.
+  std::vector<const CUgraphNode_st*> unfreed;
+  // Of those, the addresses a launch has queued whose alloc node has not run
+  // yet (shared with the queued ops, which may outlive the executable graph).
+  std::shared_ptr<std::set<CUdeviceptr>> pending = std::make_shared<std::set<CUdeviceptr>>();
 };
 
 namespace {
@@ -53,6 +61,7 @@ struct GraphPool {
   uint64_t reserved = 0;   // charged to the device
   uint64_t used = 0;       // allocated by executed alloc nodes and not yet freed
   uint64_t committed = 0;  // promised to launched graphs whose alloc nodes have not run
+  uint64_t releasing = 0;  // freed by auto-free on launch, queued: there to be used again
   uint64_t reserved_high = 0;
   uint64_t used_high = 0;
 };
@@ -335,12 +344,21 @@ CUresult instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags =
   exec->magic = kGraphExecMagic;
   std::fill(std::begin(exec->alloc_bytes), std::end(exec->alloc_bytes), 0);
   if (CUresult r = append_in_order(graph, exec.get()); r != CUDA_SUCCESS) return r;
+  exec->auto_free = (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
+  for (const CUgraphNode_st& node : exec->order) {
+    if (node.type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) continue;
+    const bool freed_here =
+        std::any_of(exec->order.begin(), exec->order.end(), [&](const CUgraphNode_st& other) {
+          return other.type == CU_GRAPH_NODE_TYPE_MEM_FREE && other.dptr == node.dptr;
+        });
+    if (!freed_here) exec->unfreed.push_back(&node);
+  }
   d.live.insert(exec.get());
   *out = exec.release();
   return CUDA_SUCCESS;
 }
 
-Op node_op(const CUgraphNode_st& node) {
+Op node_op(const CUgraphNode_st& node, const std::shared_ptr<std::set<CUdeviceptr>>& pending) {
   if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
     Allocation a;
     a.base = node.dptr;
@@ -348,12 +366,13 @@ Op node_op(const CUgraphNode_st& node) {
     a.physical = node.physical;
     a.ordinal = node.ordinal;
     a.kind = AllocationKind::kGraph;
-    return action_op([a](uint64_t) {
+    return action_op([a, pending](uint64_t) {
       GraphPool& pool = graph_pools()[static_cast<size_t>(a.ordinal)];
       pool.committed -= a.size;
       pool.used += a.size;
       pool.used_high = std::max(pool.used_high, pool.used);
       Driver::get().allocations[a.base] = a;
+      pending->erase(a.base);
     });
   }
   if (node.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
@@ -385,13 +404,36 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
     }
     return CUDA_SUCCESS;
   }
+  // What an earlier launch left allocated must have been freed, unless the
+  // graph frees it itself before it runs again (as cuGraphLaunch documents:
+  // otherwise the launch fails with CUDA_ERROR_INVALID_VALUE).
+  std::vector<Allocation> auto_freed;
+  std::vector<CUdeviceptr> auto_freed_queued;
+  uint64_t auto_freed_bytes[kMaxDevices] = {};
+  for (const CUgraphNode_st* node : exec->unfreed) {
+    auto live = d.allocations.find(node->dptr);
+    const bool allocated =
+        live != d.allocations.end() && live->second.kind == AllocationKind::kGraph;
+    FAKECUDA_REQUIRE(exec->auto_free || (!allocated && !exec->pending->count(node->dptr)),
+                     CUDA_ERROR_INVALID_VALUE);
+    if (allocated) {
+      auto_freed.push_back(live->second);
+    } else if (exec->pending->count(node->dptr)) {
+      auto_freed_queued.push_back(node->dptr);  // allocated by the time the stream gets there
+    } else {
+      continue;
+    }
+    auto_freed_bytes[node->ordinal] += node->bytes;
+  }
   // Graph memory is backed when the graph is launched, from the device's
-  // graph pool, which grows by charging the device.
+  // graph pool, which grows by charging the device; what the launch frees
+  // first is there to be used again.
   for (int ordinal = 0; ordinal < d.device_count(); ++ordinal) {
     const uint64_t need = exec->alloc_bytes[ordinal];
     if (!need) continue;
     GraphPool& pool = graph_pools()[static_cast<size_t>(ordinal)];
-    const uint64_t wanted = pool.used + pool.committed + need;
+    const uint64_t wanted =
+        pool.used + pool.committed + need - pool.releasing - auto_freed_bytes[ordinal];
     if (wanted > pool.reserved) {
       const uint64_t grow = round_up(wanted - pool.reserved, kPageSize);
       if (!d.shared().charge(d.device(ordinal).physical, grow)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -400,9 +442,41 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream mode) {
     }
     pool.committed += need;
   }
+  for (int ordinal = 0; ordinal < d.device_count(); ++ordinal)
+    graph_pools()[static_cast<size_t>(ordinal)].releasing += auto_freed_bytes[ordinal];
+  // Freed as though by cuMemFreeAsync on the stream, ahead of the graph:
+  // dead to new calls at once, back in the pool when the stream gets there.
+  for (const Allocation& a : auto_freed) {
+    d.allocations.erase(a.base);
+    Op free_op = action_op([a](uint64_t) {
+      graph_pools()[static_cast<size_t>(a.ordinal)].releasing -= a.size;
+      Driver::get().allocations[a.base] = a;  // release_allocation_locked expects it registered
+      release_allocation_locked(a);
+    });
+    if (CUresult r = submit_locked(s, mode, std::move(free_op)); r != CUDA_SUCCESS) return r;
+  }
+  for (const CUgraphNode_st* node : exec->unfreed) {
+    if (std::find(auto_freed_queued.begin(), auto_freed_queued.end(), node->dptr) ==
+        auto_freed_queued.end())
+      continue;
+    const CUdeviceptr dptr = node->dptr;
+    const size_t bytes = node->bytes;
+    const size_t ordinal = static_cast<size_t>(node->ordinal);
+    Op free_op = action_op([dptr, bytes, ordinal](uint64_t) {
+      graph_pools()[ordinal].releasing -= bytes;
+      Driver& driver = Driver::get();
+      auto it = driver.allocations.find(dptr);
+      if (it != driver.allocations.end() && it->second.kind == AllocationKind::kGraph)
+        release_allocation_locked(it->second);
+    });
+    if (CUresult r = submit_locked(s, mode, std::move(free_op)); r != CUDA_SUCCESS) return r;
+  }
+  for (const CUgraphNode_st* node : exec->unfreed)
+    exec->pending->insert(node->dptr);
   for (const CUgraphNode_st& node : exec->order) {
     if (node.type == CU_GRAPH_NODE_TYPE_EMPTY) continue;
-    if (CUresult r = submit_locked(s, mode, node_op(node)); r != CUDA_SUCCESS) return r;
+    if (CUresult r = submit_locked(s, mode, node_op(node, exec->pending)); r != CUDA_SUCCESS)
+      return r;
   }
   return CUDA_SUCCESS;
 }

@@ -17,7 +17,7 @@ namespace fakecuda {
 namespace {
 
 constexpr uint64_t kMagic = 0x6661'6b65'6375'6461;  // "fakecuda"
-constexpr uint32_t kVersion = 3;  // 2: IPC records; 3: busy-time buckets
+constexpr uint32_t kVersion = 3;                    // 2: IPC records; 3: busy-time buckets
 // Liveness locks sit far past the end of the file, one byte per slot, so their
 // place does not depend on the layout (a process of another layout version
 // still sees them).
@@ -504,6 +504,27 @@ bool SharedState::ipc_open(uint32_t record, uint64_t id) {
   }
   unlock();
   return opened;
+}
+
+bool SharedState::ipc_find(uint64_t id, uint32_t* record, uint32_t* dev, uint64_t* bytes) {
+  if (slot_ < 0 || id == 0) return false;
+  bool found = false;
+  lock();
+  reap_dead_locked();
+  const uint32_t records =
+      std::min(layout_->ipc_in_use.load(std::memory_order_relaxed), kMaxIpcExports);
+  for (uint32_t i = 0; i < records && !found; ++i) {
+    IpcRecord& r = layout_->ipc[i];
+    if (r.id.load(std::memory_order_acquire) != id ||
+        r.owner_slot.load(std::memory_order_relaxed) < 0)
+      continue;
+    *record = i;
+    *dev = r.device.load(std::memory_order_relaxed);
+    *bytes = r.bytes.load(std::memory_order_relaxed);
+    found = true;
+  }
+  unlock();
+  return found;
 }
 
 void SharedState::ipc_close(uint32_t record) {

@@ -99,6 +99,9 @@ class SharedState {
   // `id` (freed, or the exporter died). Counted per process; `ipc_close`
   // undoes one open.
   bool ipc_open(uint32_t record, uint64_t id);
+  // The record of exported memory `id` whose exporter still holds it, with
+  // its device and bytes; false when there is none.
+  bool ipc_find(uint64_t id, uint32_t* record, uint32_t* dev, uint64_t* bytes);
   void ipc_close(uint32_t record);
 
   void context_created(uint32_t dev);

@@ -2,6 +2,12 @@
 // the device), address reservations, and mappings between them. A physical
 // allocation is a memfd, so mapping it really shares the bytes, and
 // exporting it as a POSIX file descriptor works across processes.
+//
+// As on the real driver, the memory lasts until the last reference to it is
+// gone in every process: an exported allocation has an IPC record in the
+// shared state (shared_state.h, keyed by the memfd's inode), each importer
+// opens it, and the exporter's release hands the charge to the record, which
+// keeps the memory counted on the device until no importer holds it.
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,7 +33,19 @@ struct Physical {
   CUmemAllocationProp prop;
   int handle_refs;  // cuMemCreate/Import/Retain minus cuMemRelease
   int mappings;
+  // Exported (by this process, which holds the charge) or imported: the
+  // shared state's IPC record of the memory.
+  bool exported = false;
+  bool imported = false;
+  uint32_t record = 0;
+  uint64_t record_id = 0;
 };
+
+// The memfd's inode: what names the memory machine-wide.
+uint64_t memory_id(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
 
 struct Mapping {
   size_t size;
@@ -57,7 +75,12 @@ Physical* physical_from(CUmemGenericAllocationHandle handle) {
 void release_if_unused(Physical* p) {
   if (p->handle_refs > 0 || p->mappings > 0) return;
   Driver& d = Driver::get();
-  if (p->charged) d.shared().uncharge(p->physical, p->charged);
+  if (p->imported)
+    d.shared().ipc_close(p->record);
+  else if (p->exported)
+    d.shared().ipc_unexport(p->record, p->record_id, p->physical, p->charged);
+  else if (p->charged)
+    d.shared().uncharge(p->physical, p->charged);
   close(p->fd);
   d.live.erase(p);
   delete p;
@@ -312,6 +335,15 @@ FAKECUDA_EXPORT CUresult cuMemExportToShareableHandle(void* shareableHandle,
   FAKECUDA_REQUIRE(handleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
                        (p->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                    CUDA_ERROR_NOT_SUPPORTED);
+  if (!p->exported && !p->imported) {
+    // From now on importers may hold the memory beyond this process's release.
+    const uint64_t id = memory_id(p->fd);
+    FAKECUDA_REQUIRE(id != 0, CUDA_ERROR_OPERATING_SYSTEM);
+    FAKECUDA_REQUIRE(Driver::get().shared().ipc_export(p->physical, p->charged, id, &p->record),
+                     CUDA_ERROR_OUT_OF_MEMORY);
+    p->exported = true;
+    p->record_id = id;
+  }
   int fd = dup(p->fd);
   FAKECUDA_REQUIRE(fd >= 0, CUDA_ERROR_OPERATING_SYSTEM);
   *static_cast<int*>(shareableHandle) = fd;
@@ -328,16 +360,34 @@ FAKECUDA_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHa
   const int source = static_cast<int>(reinterpret_cast<intptr_t>(osHandle));
   struct stat st {};
   FAKECUDA_REQUIRE(fstat(source, &st) == 0 && st.st_size > 0, CUDA_ERROR_INVALID_VALUE);
-  int fd = dup(source);
-  FAKECUDA_REQUIRE(fd >= 0, CUDA_ERROR_OPERATING_SYSTEM);
+  // The memory must still be held by its exporter; the import then holds it
+  // too, on the exporter's device, until it is released.
   Driver& d = Driver::get();
+  const uint64_t id = static_cast<uint64_t>(st.st_ino);
+  uint32_t record = 0, physical = 0;
+  uint64_t bytes = 0;
+  FAKECUDA_REQUIRE(
+      d.shared().ipc_find(id, &record, &physical, &bytes) && d.shared().ipc_open(record, id),
+      CUDA_ERROR_INVALID_VALUE);
+  int fd = dup(source);
+  if (fd < 0) {
+    d.shared().ipc_close(record);
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  }
   std::lock_guard<std::mutex> guard(d.mu);
+  int ordinal = 0;
+  for (int i = 0; i < d.device_count(); ++i)
+    if (d.device(i).physical == physical) ordinal = i;
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = ordinal;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   auto* p = new Physical{
-      kPhysicalMagic, fd, static_cast<size_t>(st.st_size), 0, d.device(0).physical, 0, prop, 1, 0};
+      kPhysicalMagic, fd, static_cast<size_t>(st.st_size), 0, physical, ordinal, prop, 1, 0};
+  p->imported = true;
+  p->record = record;
+  p->record_id = id;
   d.live.insert(p);
   *handle = reinterpret_cast<CUmemGenericAllocationHandle>(p);
   return CUDA_SUCCESS;

@@ -20,6 +20,11 @@
 //                           once, until killed
 //   ipc-export-churn        allocates, exports and frees in a loop, printing "running"
 //                           once, until killed
+//   vmm-import PID FD BYTES imports the VMM allocation (BYTES) exported as
+//                           descriptor FD of process PID (through /proc/PID/fd/FD),
+//                           maps it, prints the result, then answers on stdin
+//                           read and exit (as above), and
+//     release               unmaps and releases it, prints the result
 //   ipc-event HANDLE        opens the event handle, prints the result, then answers
 //     query                 cuEventQuery's result
 //     sync                  cuEventSynchronize's result
@@ -29,6 +34,7 @@
 //                           0 and 1, then creates another on device 1; prints the
 //                           loading mode and the device memory each step took
 #include <cuda.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,6 +247,45 @@ int main(int argc, char** argv) {
     size_t bytes = 0;
     if (r == CUDA_SUCCESS) cuMemGetAddressRange_v2(nullptr, &bytes, p);
     serve_memory(p, bytes, &handle);
+    return 0;
+  }
+  if (cmd == "vmm-import" && argc == 5) {
+    primary();
+    const std::string path = std::string("/proc/") + argv[2] + "/fd/" + argv[3];
+    const size_t bytes = std::strtoull(argv[4], nullptr, 10);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return 2;
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult r = cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(intptr_t{fd}),
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    close(fd);
+    CUdeviceptr va = 0;
+    if (r == CUDA_SUCCESS) r = cuMemAddressReserve(&va, bytes, 0, 0, 0);
+    if (r == CUDA_SUCCESS) r = cuMemMap(va, bytes, 0, handle, 0);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = 0;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (r == CUDA_SUCCESS) r = cuMemSetAccess(va, bytes, &access, 1);
+    std::printf("%s\n", name(r));
+    std::fflush(stdout);
+    if (r != CUDA_SUCCESS) return 0;
+    for (std::string line = next_command(); !line.empty(); line = next_command()) {
+      if (line == "release") {
+        r = cuMemUnmap(va, bytes);
+        if (r == CUDA_SUCCESS) r = cuMemRelease(handle);
+        std::printf("%s\n", name(r));
+      } else if (line == "read") {
+        unsigned char first[4] = {};
+        r = cuMemcpyDtoH_v2(first, va, sizeof first);
+        std::printf("%s\n", r ? name(r) : to_hex(first, sizeof first).c_str());
+      } else if (line == "exit") {
+        return 0;
+      } else {
+        std::printf("unknown\n");
+      }
+      std::fflush(stdout);
+    }
     return 0;
   }
   if (cmd == "ipc-churn" && argc == 3) {

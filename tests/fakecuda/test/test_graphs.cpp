@@ -203,6 +203,90 @@ TEST_F(Graphs, ExplicitMemoryNodesOutliveTheLaunchUntilFreed) {
   ASSERT_CU(cuGraphDestroy(graph));
 }
 
+// A graph that allocates 4 MiB on device 0 and does not free it.
+CUgraph graph_leaving_an_allocation(CUdeviceptr* dptr) {
+  CUgraph graph = nullptr;
+  EXPECT_CU(cuGraphCreate(&graph, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  params.poolProps.location.id = 0;
+  params.bytesize = 4 * kMiB;
+  CUgraphNode alloc = nullptr;
+  EXPECT_CU(cuGraphAddMemAllocNode(&alloc, graph, nullptr, 0, &params));
+  *dptr = params.dptr;
+  return graph;
+}
+
+cuuint64_t graph_memory(CUgraphMem_attribute attribute) {
+  cuuint64_t value = 0;
+  EXPECT_CU(cuDeviceGetGraphMemAttribute(0, attribute, &value));
+  return value;
+}
+
+// cuGraphLaunch: "If any allocations created by hGraphExec remain unfreed
+// (from a previous launch) and hGraphExec was not instantiated with
+// CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, the launch will fail with
+// CUDA_ERROR_INVALID_VALUE", whether the earlier launch has run yet or not.
+TEST_F(Graphs, RelaunchingWithItsAllocationOutstandingIsRefused) {
+  CUdeviceptr dptr = 0;
+  CUgraph graph = graph_leaving_an_allocation(&dptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  const size_t before = free_memory();
+  ASSERT_CU(spin(stream_, 100 * kMs));
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  EXPECT_EQ(cuGraphLaunch(exec, stream_), CUDA_ERROR_INVALID_VALUE) << "queued, not yet run";
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(cuGraphLaunch(exec, stream_), CUDA_ERROR_INVALID_VALUE) << "run, not freed";
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 4 * kMiB);
+  EXPECT_EQ(before - free_memory(), 4 * kMiB);
+
+  // Freed, it may run again.
+  ASSERT_CU(cuMemFreeAsync(dptr, stream_));
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 4 * kMiB);
+  ASSERT_CU(cuMemFreeAsync(dptr, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_memory(), before);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
+// With CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH each launch frees what
+// the previous one left, as cuMemFreeAsync would: the memory is used again,
+// not allocated anew.
+TEST_F(Graphs, AutoFreeOnLaunchFreesWhatThePreviousLaunchLeft) {
+  CUdeviceptr dptr = 0;
+  CUgraph graph = graph_leaving_an_allocation(&dptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(
+      cuGraphInstantiateWithFlags(&exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+  const size_t before = free_memory();
+  for (int launch = 0; launch < 4; ++launch) {
+    ASSERT_CU(cuGraphLaunch(exec, stream_));
+    ASSERT_CU(cuStreamSynchronize(stream_));
+    EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 4 * kMiB) << "launch " << launch;
+    EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 4 * kMiB);
+    EXPECT_EQ(before - free_memory(), 4 * kMiB);
+  }
+  // Launched twice without a synchronisation in between, too.
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 4 * kMiB);
+  EXPECT_EQ(before - free_memory(), 4 * kMiB);
+  ASSERT_CU(cuMemFreeAsync(dptr, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_memory(), before);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
 TEST_F(Graphs, EveryInstantiationVariantMakesALaunchableGraph) {
   CUgraph graph = nullptr;
   ASSERT_CU(cuGraphCreate(&graph, 0));

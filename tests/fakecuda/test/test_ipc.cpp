@@ -158,6 +158,49 @@ TEST(Ipc, TheMemoryIsChargedOnceToTheExporter) {
   EXPECT_EQ(free_memory(), before);
 }
 
+// cuMemRelease: "The memory allocation will be freed when all outstanding
+// mappings to the memory are unmapped and when all outstanding references to
+// the handle (including its shareable counterparts) are also released."
+// Another process's import is such a reference: the device still holds the
+// memory after the exporter's release, until the importer lets it go.
+TEST(Ipc, AnImportedVmmAllocationOutlivesTheExportersRelease) {
+  init_primary(0);
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_CU(cuMemCreate(&handle, 32 * kMiB, &prop, 0));
+  int fd = -1;
+  ASSERT_CU(cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  CUdeviceptr va = 0;
+  ASSERT_CU(cuMemAddressReserve(&va, 32 * kMiB, 0, 0, 0));
+  ASSERT_CU(cuMemMap(va, 32 * kMiB, 0, handle, 0));
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_CU(cuMemSetAccess(va, 32 * kMiB, &access, 1));
+  ASSERT_CU(cuMemsetD8_v2(va, 0x66, 32 * kMiB));
+
+  Helper importer = spawn_helper(
+      {"vmm-import", std::to_string(getpid()), std::to_string(fd), std::to_string(32 * kMiB)});
+  ASSERT_EQ(importer.read_line(), "CUDA_SUCCESS");
+  const size_t held = free_memory();  // the allocation and the importer's context taken
+
+  ASSERT_CU(cuMemUnmap(va, 32 * kMiB));
+  ASSERT_CU(cuMemRelease(handle));
+  close(fd);
+  EXPECT_EQ(free_memory(), held) << "the import still holds the memory";
+  EXPECT_EQ(importer.ask("read"), "66666666");
+
+  EXPECT_EQ(importer.ask("release"), "CUDA_SUCCESS");
+  EXPECT_EQ(free_memory(), held + 32 * kMiB) << "the last reference gone, the memory goes";
+  importer.ask("exit");
+  EXPECT_EQ(importer.wait(), 0);
+  ASSERT_CU(cuMemAddressFree(va, 32 * kMiB));
+}
+
 TEST(Ipc, FreedByTheExporterTheMemoryLivesUntilTheLastMappingCloses) {
   init_primary(0);
   const size_t before = free_memory();

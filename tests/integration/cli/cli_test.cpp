@@ -31,6 +31,7 @@ const std::string kPreloadStandIn = PRELOAD_STAND_IN_PATH;
 const std::string kBuildTreeLibrary = GPULIMIT_BUILD_TREE_LIBRARY;
 
 // The simulator's device 1, as NVML and CUDA_VISIBLE_DEVICES name it.
+const std::string kSimulatedGpu0 = "GPU-fa4ec0da-0000-4000-8000-000000000000";
 const std::string kSimulatedGpu1 = "GPU-fa4ec0da-0000-4000-8000-000000000001";
 
 size_t count_lines_starting(const std::string& text, const std::string& prefix) {
@@ -128,7 +129,8 @@ TEST_F(GpulimitCli, HandsTheJobItsLimitsNormalised) {
   const Variables job = job_environment({"--mem", "10240M", "--device-mem", "1=50%,0=512m"},
                                         environment(simulated_gpus(2)));
   EXPECT_EQ(job.at("GPULIMIT_MEM"), "10G");
-  EXPECT_EQ(job.at("GPULIMIT_DEVICE_MEM"), "0=512M,1=50%");
+  // Bound to the GPUs the indices name (the driver says which), by UUID.
+  EXPECT_EQ(job.at("GPULIMIT_DEVICE_MEM"), kSimulatedGpu0 + "=512M," + kSimulatedGpu1 + "=50%");
   EXPECT_FALSE(job.contains("GPULIMIT_LEDGER_DIR"));
 }
 
@@ -141,8 +143,10 @@ TEST_F(GpulimitCli, AFlagReplacesItsVariableAndTheRestPassesNormalised) {
   EXPECT_EQ(count_lines_starting(run.out, "GPULIMIT_MEM="), 1u) << run.out;
   const Variables job = parse_environment(run.out);
   EXPECT_EQ(job.at("GPULIMIT_MEM"), "2G");
+  // No driver to say which GPU index 0 is: the index stays, for the job's
+  // first process to bind. HAMi's variable goes: its cap is in the list.
   EXPECT_EQ(job.at("GPULIMIT_DEVICE_MEM"), "0=1G");
-  EXPECT_EQ(job.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1048576k");
+  EXPECT_FALSE(job.contains("CUDA_DEVICE_MEMORY_LIMIT_0"));
   EXPECT_EQ(job.at("GPULIMIT_LEDGER_DIR"), "/tmp/ledgers");
 }
 
@@ -247,13 +251,20 @@ TEST_F(GpulimitCli, RefusesMalformedDeviceLists) {
   const auto gpus = environment(simulated_gpus(2));
   expect_refused({"--device-mem", "0=1G,0=2G"}, gpus,
                  "--device-mem 0=1G,0=2G: device 0 is given twice");
-  expect_refused({"--device-mem", "64=1G"}, gpus,
-                 "--device-mem 64=1G: '64' is not a device index (0 to 63)");
+  expect_refused(
+      {"--device-mem", "64=1G"}, gpus,
+      "--device-mem 64=1G: '64' is not a device index (0 to 63) or a GPU's UUID (GPU-...)");
   expect_refused({"--device-mem", "0=1G,"}, gpus, "--device-mem 0=1G,: an empty entry in the list");
-  expect_refused({"--device-mem", "0"}, gpus, "--device-mem 0: '0' is not INDEX=SIZE");
+  expect_refused({"--device-mem", "0"}, gpus, "--device-mem 0: '0' is not DEVICE=SIZE");
   expect_refused({"--device-mem", "1=0"}, gpus, "--device-mem 1=0: device 1: zero is not a cap");
   expect_refused({"--device-mem", "1=200%"}, gpus,
                  "--device-mem 1=200%: device 1: not a percentage from 1% to 100%");
+}
+
+TEST_F(GpulimitCli, RefusesAUuidOfNoGpuHere) {
+  const std::string nowhere = "GPU-00000000-0000-0000-0000-00000000beef";
+  expect_refused({"--device-mem", nowhere + "=1G"}, environment(simulated_gpus(2)),
+                 "--device-mem " + nowhere + "=1G: no GPU " + nowhere + " on this machine");
 }
 
 TEST_F(GpulimitCli, RefusesMalformedComputeLimits) {
@@ -352,20 +363,21 @@ TEST_F(GpulimitCli, AcceptsDevicesTheJobSees) {
   struct Case {
     std::string mask;
     std::string device_mem;
+    std::string gpu;  // the GPU the index names under the mask
   };
   const Case cases[] = {
-      {"1", "0=1G"},
-      {"1,0", "1=1G"},
-      {"1,7,0", "0=1G"},  // the first invalid entry ends the list
-      {kSimulatedGpu1, "0=1G"},
-      {"gpu-FA4EC0DA-0000-4000-8000-000000000001", "0=1G"},
+      {"1", "0=1G", kSimulatedGpu1},
+      {"1,0", "1=1G", kSimulatedGpu0},
+      {"1,7,0", "0=1G", kSimulatedGpu1},  // the first invalid entry ends the list
+      {kSimulatedGpu1, "0=1G", kSimulatedGpu1},
+      {"gpu-FA4EC0DA-0000-4000-8000-000000000001", "0=1G", kSimulatedGpu1},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.mask);
     std::vector<std::string> env = environment(simulated_gpus(2));
     env.push_back("CUDA_VISIBLE_DEVICES=" + c.mask);
     const Variables job = job_environment({"--device-mem", c.device_mem}, env);
-    EXPECT_EQ(job.at("GPULIMIT_DEVICE_MEM"), c.device_mem);
+    EXPECT_EQ(job.at("GPULIMIT_DEVICE_MEM"), c.gpu + "=1G");
     EXPECT_EQ(job.at("CUDA_VISIBLE_DEVICES"), c.mask);
   }
 }

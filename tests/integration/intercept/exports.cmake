@@ -1,4 +1,5 @@
-# libgpulimit.so exports exactly the hooks of hook_list.h and dlsym: no C++,
+# libgpulimit.so exports exactly the hooks of hook_list.h and the loader's
+# entry points it answers (dlsym, dlvsym, dlopen, dlmopen): no C++,
 # no third-party and no helper symbol reaches the programs it is loaded into.
 execute_process(COMMAND nm -D --defined-only "${LIBRARY}" OUTPUT_VARIABLE nm_out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -15,7 +16,7 @@ file(READ "${HOOK_LIST}" list_text)
 # GPULIMIT_DRIVER_HOOKS, not of GPULIMIT_DRIVER_CALLS (called, not hooked).
 string(REGEX REPLACE "#define GPULIMIT_DRIVER_CALLS.*" "" driver_text "${list_text}")
 string(REGEX MATCHALL "X\\([A-Za-z0-9_]+, [0-9]+, [A-Za-z0-9_]+," rows "${driver_text}")
-set(expected dlsym)
+set(expected dlsym dlvsym dlopen dlmopen)
 foreach(row IN LISTS rows)
   string(REGEX REPLACE "X\\([A-Za-z0-9_]+, [0-9]+, ([A-Za-z0-9_]+)," "\\1" name "${row}")
   list(APPEND expected "${name}")

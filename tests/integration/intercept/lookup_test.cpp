@@ -74,7 +74,9 @@ TEST(Intercept, RtldNextStaysRelativeToTheCaller) {
   // driver's, not its own (which a dlsym that is not a tail jump would give).
   EXPECT_TRUE(is_driver(probe_rtld_next("cuCtxGetDevice")))
       << origin(probe_rtld_next("cuCtxGetDevice")).library;
-  EXPECT_TRUE(is_driver(probe_rtld_next("cuMemAlloc_v2")))
+  // The next cuMemAlloc_v2 after it would be the driver's, uncapped: it gets
+  // the hook, which sits below every library loaded after gpulimit.
+  EXPECT_TRUE(is_hook(probe_rtld_next("cuMemAlloc_v2"), "cuMemAlloc_v2"))
       << origin(probe_rtld_next("cuMemAlloc_v2")).library;
 }
 

@@ -73,7 +73,11 @@ DESCRIPTION
 
     Device indices are CUDA device ordinals as the job sees them, after
     CUDA_VISIBLE_DEVICES: with CUDA_VISIBLE_DEVICES=2,3, device 0 is the
-    machine's GPU 2.
+    machine's GPU 2. Before the job starts, gpulimit asks the driver which
+    GPU each index names and hands the caps on by UUID, so that a process
+    of the job that narrows CUDA_VISIBLE_DEVICES (a launcher's workers)
+    keeps each GPU's cap. --device-mem also takes UUIDs as nvidia-smi -L
+    writes them: --device-mem GPU-4f1e...=10G.
 
 COMMANDS
     status [--json]
@@ -181,7 +185,8 @@ constexpr std::string_view kOtherVariables = R"(
         Read as the CUDA driver reads it (indices, GPU UUIDs or unique
         prefixes of them; the first invalid entry ends the list) to know
         which devices the job sees. To check --device-mem, gpulimit asks
-        NVML (libnvidia-ml.so.1) for the machine's GPUs.
+        NVML (libnvidia-ml.so.1) for the machine's GPUs; to bind its
+        indices to GPUs, the driver (libcuda.so.1, in a child process).
 
     LD_PRELOAD
         gpulimit puts libgpulimit.so first and keeps the other entries, less

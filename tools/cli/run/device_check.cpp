@@ -1,6 +1,6 @@
 #include "run/device_check.h"
 
-#include <map>
+#include <algorithm>
 #include <vector>
 
 #include "gpulimit/options/option_table.h"
@@ -20,7 +20,7 @@ bool check_device_indices(std::string_view flag_text, std::optional<std::string_
                           std::string& error) {
   const std::string flag = std::string(options::option(options::OptionId::kDeviceMem).flag) + " " +
                            std::string(flag_text);
-  std::map<unsigned, options::Amount> amounts;
+  options::MemoryLimits amounts;
   if (!options::parse_device_amounts(flag_text, amounts, error)) {
     error = flag + ": " + error;
     return false;
@@ -32,7 +32,17 @@ bool check_device_indices(std::string_view flag_text, std::optional<std::string_
     return false;
   }
   const unsigned visible = count_visible_devices(gpu_uuids, mask);
-  for (const auto& [device, amount] : amounts) {
+  for (const auto& [uuid, amount] : amounts.by_uuid) {
+    const bool listed =
+        std::any_of(gpu_uuids.begin(), gpu_uuids.end(), [&](const std::string& text) {
+          options::DeviceUuid gpu{};
+          return options::parse_device_uuid(text, gpu) && gpu == uuid;
+        });
+    if (listed) continue;
+    error = flag + ": no GPU " + options::format_device_uuid(uuid) + " on this machine";
+    return false;
+  }
+  for (const auto& [device, amount] : amounts.by_device) {
     if (device < visible) continue;
     error = flag + ": no device " + std::to_string(device) + ": the job sees " +
             describe_visible_devices(visible);

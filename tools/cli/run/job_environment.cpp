@@ -13,6 +13,8 @@ namespace gpulimit::cli {
 namespace {
 
 constexpr std::string_view kPreloadVariable = "LD_PRELOAD";
+constexpr std::string_view kHamiDeviceMemPrefix =
+    options::option(options::OptionId::kDeviceMem).hami_alias;
 
 }  // namespace
 
@@ -28,7 +30,9 @@ bool job_environment(char* const* base, const options::Limits& limits, const std
       if (!preload) preload = assignment.substr(std::min(assignment.size(), name.size() + 1));
       continue;
     }
-    if (options::is_option_variable(name)) continue;
+    // Every limit is in the variables written below; HAMi's per-device
+    // caps name devices by index, which the job's processes may number anew.
+    if (options::is_option_variable(name) || name.starts_with(kHamiDeviceMemPrefix)) continue;
     environment.emplace_back(assignment);
   }
 

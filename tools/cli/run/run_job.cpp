@@ -15,6 +15,7 @@
 #include "common/server_choice.h"
 #include "gpulimit/options/environment.h"
 #include "run/command_line.h"
+#include "run/cuda_devices.h"
 #include "run/device_check.h"
 #include "run/job_environment.h"
 #include "run/run_command.h"
@@ -90,6 +91,7 @@ int run_job(int argc, char** argv, char** envp) {
   if (device_mem && !check_device_indices(*device_mem, variable("CUDA_VISIBLE_DEVICES"), error)) {
     return fail(error);
   }
+  if (!bind_device_caps(limits.memory, error)) return fail(error);
   if (limits.tenant.empty() && !new_tenant_id(limits.tenant, error)) return fail(error);
   // After every check: it may start a server, for a job that must then run.
   if (invocation.no_server) {

@@ -40,9 +40,16 @@
   X(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync_ptsz, _ptsz)               \
   X(cuMemFreeAsync, 11020, cuMemFreeAsync, )                                           \
   X(cuMemFreeAsync, 11020, cuMemFreeAsync_ptsz, _ptsz)                                 \
+  X(cuMemPoolCreate, 11020, cuMemPoolCreate, )                                         \
+  X(cuMemPoolDestroy, 11020, cuMemPoolDestroy, )                                       \
+  X(cuMemPoolTrimTo, 11020, cuMemPoolTrimTo, )                                         \
   /* Virtual memory: physical allocations */                                          \
   X(cuMemCreate, 10020, cuMemCreate, )                                                 \
   X(cuMemRelease, 10020, cuMemRelease, )                                               \
+  X(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle, )                 \
+  /* Virtual memory: mappings, which keep physical memory alive */                     \
+  X(cuMemMap, 10020, cuMemMap, )                                                       \
+  X(cuMemUnmap, 10020, cuMemUnmap, )                                                   \
   /* Arrays */                                                                         \
   X(cuArrayCreate, 2000, cuArrayCreate, )                                              \
   X(cuArrayCreate, 3020, cuArrayCreate_v2, )                                           \
@@ -104,7 +111,14 @@
   X(cuDeviceGetUuid, 11040, cuDeviceGetUuid_v2, )                                     \
   X(cuStreamIsCapturing, 10000, cuStreamIsCapturing, )                                 \
   X(cuStreamIsCapturing, 10000, cuStreamIsCapturing_ptsz, _ptsz)                       \
-  X(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode, )
+  X(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode, )     \
+  X(cuStreamGetCtx, 9020, cuStreamGetCtx, )                                            \
+  X(cuStreamGetCtx, 9020, cuStreamGetCtx_ptsz, _ptsz)                                  \
+  X(cuStreamGetDevice, 12080, cuStreamGetDevice, )                                     \
+  X(cuStreamGetDevice, 12080, cuStreamGetDevice_ptsz, _ptsz)                           \
+  X(cuDeviceGetMemPool, 11020, cuDeviceGetMemPool, )                                   \
+  X(cuDeviceGetDefaultMemPool, 11020, cuDeviceGetDefaultMemPool, )                     \
+  X(cuMemPoolGetAttribute, 11020, cuMemPoolGetAttribute, )
 // clang-format on
 
 // NVML functions gpulimit hooks (exported, answered to dlsym): what the job

@@ -2,11 +2,13 @@
 // library enforces and what the CLI hands to a job.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpulimit::options {
 
@@ -33,13 +35,36 @@ struct Amount {
   friend bool operator==(const Amount&, const Amount&) = default;
 };
 
+// A GPU as the driver names it for good: the 16 bytes of its UUID
+// (cuDeviceGetUuid_v2; NVML writes them GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx).
+using DeviceUuid = std::array<unsigned char, 16>;
+
+// Per-device caps are given by CUDA ordinal (--device-mem 1=4G), and an
+// ordinal names a GPU only in one process's view: a child that narrows
+// CUDA_VISIBLE_DEVICES (a launcher, per rank) numbers the same GPUs anew. So
+// the first process that can see the GPUs binds each ordinal to the GPU it
+// names there, and hands the caps on by UUID (--device-mem GPU-...=4G).
 struct MemoryLimits {
   std::optional<Amount> all;             // every device (--mem)
-  std::map<unsigned, Amount> by_device;  // by device ordinal (--device-mem)
+  std::map<unsigned, Amount> by_device;  // by CUDA ordinal, until bound
+  std::map<DeviceUuid, Amount> by_uuid;  // by GPU: given so, or bound
 
-  bool empty() const noexcept { return !all && by_device.empty(); }
-  // The device's own entry, else the cap for every device, else none.
+  bool empty() const noexcept { return !all && by_device.empty() && by_uuid.empty(); }
+  // The ordinal's own entry, else the cap for every device, else none.
   std::optional<Amount> for_device(unsigned device) const noexcept;
+  // The cap of the GPU `uuid`, CUDA ordinal `ordinal` of this process: its
+  // UUID's entry, else its ordinal's, else the cap for every device.
+  std::optional<Amount> for_gpu(const DeviceUuid& uuid, unsigned ordinal) const noexcept;
+  // The least any device may have, in bytes of a device of `device_total`:
+  // what NVML may show of a GPU whose ordinal is not known yet.
+  std::optional<uint64_t> smallest(uint64_t device_total) const noexcept;
+
+  // Binds the ordinal entries to the GPUs they name in this process
+  // (`visible[i]` is CUDA ordinal i), moving them to by_uuid; entries of
+  // ordinals past the visible GPUs name nothing and are dropped. False, and
+  // nothing changed, when an ordinal's entry and its GPU's UUID entry
+  // disagree.
+  bool bind(const std::vector<DeviceUuid>& visible, std::string& reason);
 
   friend bool operator==(const MemoryLimits&, const MemoryLimits&) = default;
 };

@@ -57,7 +57,8 @@ inline constexpr std::array kOptionTable = {
                "Memory cap of the tenant on every device it uses"},
     OptionSpec{OptionId::kDeviceMem, "device-mem", "GPULIMIT_DEVICE_MEM", "--device-mem",
                "CUDA_DEVICE_MEMORY_LIMIT_", ValueKind::kDeviceAmounts, "LIST", "0=10G,1=20%",
-               "Memory cap per device, overriding --mem for the devices it names"},
+               "Memory cap per device, by CUDA index or GPU UUID (GPU-...), overriding\n"
+               "--mem for the devices it names"},
     // A cap, not a share: it holds even when no other tenant wants the GPU.
     // HAMi writes an integer percentage, and 0 for no cap.
     OptionSpec{OptionId::kSm, "sm", "GPULIMIT_SM", "--sm", "CUDA_DEVICE_SM_LIMIT",

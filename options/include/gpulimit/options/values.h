@@ -5,8 +5,12 @@
 //   AMOUNT   SIZE | PERCENT
 //   SIZE     what gpulimit::parse_byte_size reads, above zero: 4096, 512M, 10g
 //   PERCENT  a whole number from 1 to 100, then '%': 50%
-//   LIST     INDEX=AMOUNT[,INDEX=AMOUNT...], each index once: 0=10G,1=20%
+//   LIST     DEVICE=AMOUNT[,DEVICE=AMOUNT...], each device once: 0=10G,1=20%
+//   DEVICE   INDEX | UUID
 //   INDEX    a device ordinal from 0 to kMaxDeviceIndex, no leading zeros
+//   UUID     GPU- or MIG- and 32 hex digits, dashes anywhere between them,
+//            as NVML and nvidia-smi -L write them (the prefix is not kept:
+//            the 16 bytes name the device)
 //   SM       a whole number from 1 to 100, '%' optional: 30, 30%
 //   WEIGHT   a whole number from 1 to kMaxWeight: 2
 //   PRIORITY high, normal or low, in lower case
@@ -28,8 +32,18 @@ bool all_digits(std::string_view text) noexcept;
 
 bool parse_amount(std::string_view text, Amount& out, std::string& reason) noexcept;
 
+// A LIST into `out`'s by_device and by_uuid (the rest of `out` untouched).
+bool parse_device_amounts(std::string_view text, MemoryLimits& out, std::string& reason) noexcept;
+// A LIST of INDEX entries only.
 bool parse_device_amounts(std::string_view text, std::map<unsigned, Amount>& out,
                           std::string& reason) noexcept;
+
+// The by_device and by_uuid entries of `memory` as a LIST (render.cpp).
+std::string format_device_amounts(const MemoryLimits& memory);
+
+bool parse_device_uuid(std::string_view text, DeviceUuid& out) noexcept;
+// GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, in lower case.
+std::string format_device_uuid(const DeviceUuid& uuid);
 
 bool parse_device_index(std::string_view text, unsigned& out) noexcept;
 

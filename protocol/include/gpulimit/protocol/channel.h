@@ -14,6 +14,10 @@ namespace gpulimit::protocol {
 // System mode: kSystemSocketPath.
 std::string user_socket_path(char* const* envp, uid_t uid);
 inline constexpr const char* kSystemSocketPath = "/run/gpulimit/gpulimitd.sock";
+// Present, root's, while the system server serves with the administrator's
+// policy, and left behind when it dies: libgpulimit.so then fails closed
+// (limiter-server/README.md, "Where the administrator enforces").
+inline constexpr const char* kEnforcementMarkerPath = "/run/gpulimit/enforcing";
 
 // Connects a SOCK_SEQPACKET | SOCK_CLOEXEC socket to `path`. -1 with `error`
 // set to one line when nobody listens there.

@@ -72,6 +72,8 @@ class Server {
   void stop() noexcept;
 
   const std::string& socket_path() const { return listener_->path(); }
+  // Whether an administrator's policy is in force (a file was read).
+  bool has_policy() const noexcept { return policy_ != nullptr; }
 
   // Rereads the policy file (SIGHUP): a good one applies to new tenants and
   // to the shares of running ones; one with an error is refused, logged with
