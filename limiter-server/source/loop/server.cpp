@@ -78,6 +78,9 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   std::string no_watcher;
   Result<std::unique_ptr<GpuWatcher>> watcher = open_watcher(config.watcher, &no_watcher);
   if (!watcher) return fail(watcher.error());
+  // Before the socket exists: whatever follows it (the enforcement marker
+  // of main.cpp) is there soon after a client can connect.
+  MachineGpus gpus = MachineGpus::from_nvml();
   Result<std::unique_ptr<ListeningSocket>> listener =
       ListeningSocket::open(config.socket_path, config.mode, config.own_socket_directory);
   if (!listener) return fail(listener.error());
@@ -89,7 +92,7 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   spdlog::info("each user may hold {} connections (descriptor limit {})", server->per_uid_.limit(),
                descriptor_limit);
   server->spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  server->gpus_ = MachineGpus::from_nvml();
+  server->gpus_ = std::move(gpus);
   if (server->gpus_.known() || config.mode == ServerMode::kUser) {
     spdlog::info("{}", server->gpus_.describe(config.mode));
   } else {
