@@ -4,6 +4,7 @@
 // context, fills exactly that, and every process of the tenant pays for its
 // own context while it lives.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -53,6 +54,23 @@ INSTANTIATE_TEST_SUITE_P(EveryAccessPath, ContextCapAccess, testing::ValuesIn(kA
                          [](const testing::TestParamInfo<std::string>& param) {
                            return test_name(param.param);
                          });
+
+TEST_F(ContextCap, WithoutNvmlTheContextIsChargedByTheDriversAccount) {
+  // A machine where libnvidia-ml.so.1 cannot be loaded: the driver alone.
+  TemporaryDirectory driver_only;
+  ASSERT_EQ(symlink((std::string(FAKECUDA_LIB_DIR) + "/libcuda.so.1").c_str(),
+                    (driver_only.path() + "/libcuda.so.1").c_str()),
+            0);
+  const WorkloadRun sut =
+      run_workload(kAllocator, {"--path", "linear", "--target", "3G", "--chunk", "64M"},
+                   with(tenant(), "LD_LIBRARY_PATH", driver_only.path()));
+  ASSERT_EQ(sut.exit_status, 0) << sut.describe();
+  EXPECT_NE(sut.err.find("gpulimit: NVML (libnvidia-ml.so.1) cannot be loaded"), std::string::npos)
+      << sut.describe();
+  EXPECT_EQ(sut.report.text("error"), "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(sut.report.number("bytes"), kGiB - kContext) << "the context is charged all the same\n"
+                                                         << sut.describe();
+}
 
 TEST_F(ContextCap, EveryProcessPaysForItsOwnContextWhileItLives) {
   WorkloadProcess holder(

@@ -19,8 +19,9 @@
 // the device while its first context is created (or, measured by the drop in
 // free memory, when anything else on the machine allocates or frees there
 // meanwhile: that change is taken for the context's), or for later contexts (a process's first
-// context usually takes more than the next ones); and it charges nothing when NVML cannot be loaded
-// or cannot find the device. Modules and the heaps that cuCtxSetLimit grows are not counted.
+// context usually takes more than the next ones). Where NVML cannot be loaded or cannot find the
+// device, gpulimit says so once and charges what one more context takes by the driver's own
+// account (footprint_by_free_drop). Modules and the heaps that cuCtxSetLimit grows are not counted.
 // docs/memory-accounting.md has the whole list.
 #include <unistd.h>
 
@@ -157,6 +158,41 @@ bool forget(CUcontext ctx, Charge* charge) {
   return true;
 }
 
+// Without NVML: what one more context takes, measured by the driver itself.
+// `ctx` is a context on `dev` (the one just created); the drop in its free
+// memory across the creation of a second one, destroyed at once, is the
+// figure. Less than the first context took (that one also holds what the
+// driver sets up once per process and device), and no more than the device.
+uint64_t footprint_by_free_drop(CUdevice dev, CUcontext ctx) {
+  auto push = real_function(real::cuCtxPushCurrent_v2);
+  auto pop = real_function(real::cuCtxPopCurrent_v2);
+  auto get_info = real_function(real::cuMemGetInfo_v2);
+  auto create = real_function(real::cuCtxCreate_v2);
+  auto destroy = real_function(real::cuCtxDestroy_v2);
+  if (!push || !pop || !get_info || !create || !destroy || push(ctx) != CUDA_SUCCESS) return 0;
+  uint64_t bytes = 0;
+  size_t before = 0, after = 0, total = 0;
+  CUcontext probe = nullptr;
+  if (get_info(&before, &total) == CUDA_SUCCESS && create(&probe, 0, dev) == CUDA_SUCCESS) {
+    if (get_info(&after, &total) == CUDA_SUCCESS && before > after)
+      bytes = std::min<uint64_t>(before - after, total);
+    destroy(probe);  // and with it, off the stack
+  }
+  CUcontext popped = nullptr;
+  pop(&popped);
+  return bytes;
+}
+
+void say_measured_without_nvml() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::fprintf(stderr,
+                 "gpulimit: NVML (%s) cannot be loaded or does not know the device: a context is "
+                 "charged what the driver's free memory drops by when one more is created\n",
+                 nvidia::kNvmlLibraryName);
+  });
+}
+
 // Creates a context on CUDA device `dev` (ledger device `device`) with
 // `create()` and charges its footprint: reserved before `create()` once
 // measured, else measured around this creation and then reserved. Over the
@@ -188,6 +224,9 @@ CUresult create_charged(Tenant* tenant, CUcontext* pctx, CUdevice dev, int devic
       footprint.bytes = std::min<uint64_t>(own, after.total);
     else if (before.free > after.free)
       footprint.bytes = std::min(before.free - after.free, after.total);
+  } else if (!known) {
+    say_measured_without_nvml();
+    footprint.bytes = footprint_by_free_drop(dev, *pctx);
   }
   *charge = Charge{device, footprint.bytes};
   if (footprint.bytes && !tenant->reserve(device, footprint.bytes)) {
