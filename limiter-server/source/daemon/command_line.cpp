@@ -76,6 +76,12 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
                          " in system mode, none per user). An address that cannot be listened "
                          "on stops the server from starting")
           ->type_name("HOST:PORT");
+  int64_t max_connections_per_uid = kDefaultMaxConnectionsPerUid;
+  app.add_option("--max-connections-per-uid", max_connections_per_uid,
+                 "The most connections one user may hold; more are turned away at once. Never "
+                 "more than a quarter of what the descriptor limit leaves room for (default 1024)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   std::string policy;
   app.add_option("--policy", policy,
                  "The administrator's policy file: defaults and maxima per user and group, which "
@@ -144,6 +150,7 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
       ack_timeout_ms > 0 ? ack_timeout_ms * kNsPerMs : default_ack_timeout(quantum_ms * kNsPerMs);
   server.scheduler.cap_window_ns = cap_window_ms * kNsPerMs;
   server.idle_exit_ns = system ? 0 : idle_exit_s * 1000 * kNsPerMs;
+  server.max_connections_per_uid = static_cast<uint32_t>(max_connections_per_uid);
   // Absolute: a reload reads it again, after the daemon may have changed
   // its directory.
   if (!policy.empty() && policy.front() != '/') {

@@ -4,7 +4,6 @@
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,14 +94,6 @@ void BackgroundStart::failed(const std::string& message) {
   [[maybe_unused]] const ssize_t written = ::write(fd_, message.data(), message.size());
   ::close(fd_);
   fd_ = -1;
-}
-
-void raise_descriptor_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
 }
 
 }  // namespace gpulimit::server

@@ -26,7 +26,6 @@ int main(int argc, char** argv) {
   const auto& options = std::get<server::DaemonOptions>(parsed);
 
   signal(SIGPIPE, SIG_IGN);
-  server::raise_descriptor_limit();
   // The log file and lock file: private to the user in per-user mode.
   umask(options.server.mode == server::ServerMode::kSystem ? 022 : 077);
 

@@ -1,8 +1,10 @@
 // Tenant admission and departure, the Server's side of a tenant process's
-// life: its Hello checked (hello_validation.h), its limits clamped to the
-// policy (limits_policy.h), its devices published on the board, the
+// life: its Hello checked (hello_validation.h) and its devices against the
+// machine's (machine_gpus.h), its limits clamped to the policy
+// (limits_policy.h), its devices published on the board, the
 // process joined to its tenant (tenant_registry.h) and welcomed; and when
-// its connection closes, its tokens and pending handoffs given up and, once
+// its connection closes, its tokens and pending handoffs given up, the
+// board slots no process uses any more freed, and, once
 // the kernel says it has exited, its ledger reaped (ledger_reaper.h).
 #include <poll.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +20,7 @@
 #include "gpulimit/server/loop/process_descriptor.h"
 #include "gpulimit/server/loop/server.h"
 #include "gpulimit/server/metrics/process_command.h"
+#include "gpulimit/server/metrics/status_report.h"
 #include "gpulimit/server/policy/limits_policy.h"
 #include "gpulimit/server/policy/user_accounts.h"
 #include "gpulimit/shm/tenant_ledger.h"
@@ -34,9 +37,15 @@ bool hung_up(int fd) {
 }  // namespace
 
 bool Server::handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello) {
+  // Every check that can refuse comes before the board is written: a
+  // refused Hello leaves no slot behind.
   Result<TenantRequest> request = validate_hello(hello, connection.peer.pid);
   if (!request) {
     refuse(id, connection, request.error());
+    return false;
+  }
+  if (const std::optional<std::string> unknown = gpus_.refusal(request->uuids, config_.mode)) {
+    refuse(id, connection, *unknown);
     return false;
   }
   std::vector<DeviceMemoryRequest> memory;
@@ -50,21 +59,6 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
   }
   const ComputeShare* share = &grant->share;
 
-  protocol::Welcome welcome = protocol::make<protocol::Welcome>();
-  std::vector<DeviceIndex> devices;
-  for (std::size_t i = 0; i < request->uuids.size(); ++i) {
-    Result<DeviceIndex> published = board_->publish(request->uuids[i]);
-    if (!published) {
-      refuse(id, connection, published.error());
-      return false;
-    }
-    welcome.board_device[i] = *published;
-    devices.push_back(*published);
-  }
-  welcome.device_count = static_cast<uint32_t>(request->uuids.size());
-  for (std::size_t i = 0; i < grant->memory_cap.size(); ++i)
-    welcome.memory_cap[i] = grant->memory_cap[i];
-
   // The pidfd is opened from the kernel's pid; if that process died and its
   // pid was reused since it connected, its end of the socket is closed.
   const int pidfd = pidfd_open(connection.peer.pid);
@@ -74,6 +68,20 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
     close_connection(id);
     return false;
   }
+
+  Result<std::vector<DeviceIndex>> published = board_->publish(request->uuids);
+  if (!published) {
+    ::close(pidfd);
+    refuse(id, connection, published.error());
+    return false;
+  }
+  const std::vector<DeviceIndex>& devices = *published;
+  protocol::Welcome welcome = protocol::make<protocol::Welcome>();
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    welcome.board_device[i] = devices[i];
+  welcome.device_count = static_cast<uint32_t>(devices.size());
+  for (std::size_t i = 0; i < grant->memory_cap.size(); ++i)
+    welcome.memory_cap[i] = grant->memory_cap[i];
 
   JoiningProcess joining;
   joining.connection = id;
@@ -92,6 +100,7 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
   const std::optional<JoinOutcome> joined = registry_.join(joining);
   if (!joined) {
     ::close(pidfd);
+    withdraw_unused(devices, EventLoop::now());
     refuse(id, connection, "gpulimitd has run out of tenant numbers; restart it");
     return false;
   }
@@ -158,6 +167,7 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
     scheduler_.leave_device(tenant, device, now);
   for (const DeviceIndex device : left->wants_dropped)
     scheduler_.set_wanting(tenant, device, false, now);
+  withdraw_unused(left->devices_left, now);
   if (left->tenant_gone) {
     left_tenants_[tenant] = left->tenant_id;
     scheduler_.remove_tenant(tenant, now);
@@ -187,6 +197,9 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
     ::close(connection.pidfd);  // the pid is watched already
     return;
   }
+  // Its pidfd stays open until it exits: one of its user's connections
+  // until then (connection_limits.h).
+  per_uid_.add(connection.peer.uid);
   departed.pidfd = connection.pidfd;
   departed.uid = connection.peer.uid;
   departed.gid = connection.peer.gid;
@@ -199,6 +212,16 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   }
 }
 
+void Server::withdraw_unused(const std::vector<DeviceIndex>& devices, TimeNs now) {
+  for (const DeviceIndex device : devices) {
+    if (!board_->in_use(device) || registry_.device_in_use(device)) continue;
+    scheduler_.forget_device(device, now);
+    spdlog::debug("device {} ({}): no process uses it; its board slot is free", device,
+                  format_gpu_uuid(board_->uuid(device)));
+    board_->withdraw(device);
+  }
+}
+
 void Server::process_exited(pid_t pid) {
   const auto found = departed_.find(pid);
   if (found == departed_.end()) return;
@@ -206,6 +229,7 @@ void Server::process_exited(pid_t pid) {
   departed_.erase(found);
   if (departed.watch) loop_->unwatch(departed.watch);
   ::close(departed.pidfd);
+  per_uid_.release(departed.uid);
   const TimeNs now = EventLoop::now();
   std::sort(departed.ledger_paths.begin(), departed.ledger_paths.end());
   departed.ledger_paths.erase(

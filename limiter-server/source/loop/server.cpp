@@ -4,6 +4,7 @@
 // in admission.cpp, what the watchers report in watchers.cpp.
 #include "gpulimit/server/loop/server.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
@@ -60,6 +61,8 @@ Message read_as(const unsigned char* data) {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
+  // As many descriptors as the administrator allows, before any is opened.
+  const uint64_t descriptor_limit = raise_descriptor_limit();
   // First: a policy file with an error stops the server before it serves.
   Result<LoadedPolicy> policy =
       load_server_policy(config.policy_path, config.policy_optional, system_lookups());
@@ -75,12 +78,26 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   std::string no_watcher;
   Result<std::unique_ptr<GpuWatcher>> watcher = open_watcher(config.watcher, &no_watcher);
   if (!watcher) return fail(watcher.error());
+  // Before the socket exists: whatever follows it (the enforcement marker
+  // of main.cpp) is there soon after a client can connect.
+  MachineGpus gpus = MachineGpus::from_nvml();
   Result<std::unique_ptr<ListeningSocket>> listener =
       ListeningSocket::open(config.socket_path, config.mode, config.own_socket_directory);
   if (!listener) return fail(listener.error());
   if (!no_watcher.empty()) spdlog::info("running without the BPF watcher: {}", no_watcher);
   std::unique_ptr<Server> server(new Server(config, std::move(*loop), std::move(*listener),
                                             std::move(*board), std::move(*timer)));
+  server->per_uid_ =
+      UidConnectionCounts(connections_per_uid(config.max_connections_per_uid, descriptor_limit));
+  spdlog::info("each user may hold {} connections (descriptor limit {})", server->per_uid_.limit(),
+               descriptor_limit);
+  server->spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  server->gpus_ = std::move(gpus);
+  if (server->gpus_.known() || config.mode == ServerMode::kUser) {
+    spdlog::info("{}", server->gpus_.describe(config.mode));
+  } else {
+    spdlog::warn("{}", server->gpus_.describe(config.mode));
+  }
   if (Result<void> watched = server->watch_everything(); !watched) return fail(watched.error());
   if (Result<void> watching = server->start_watching(std::move(*watcher)); !watching)
     return fail(watching.error());
@@ -119,6 +136,7 @@ Server::~Server() {
     ::close(departed.pidfd);
   if (stop_fd_ >= 0) ::close(stop_fd_);
   if (signal_fd_ >= 0) ::close(signal_fd_);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
 }
 
 Result<void> Server::watch_everything() {
@@ -193,6 +211,13 @@ bool Server::reload_policy() {
   for (const std::string& warning : loaded->warnings)
     spdlog::warn("policy: {}", warning);
   policy_ = loaded->policy;
+  // GPUs come and go with the driver (a reset, a hot-plug): the view is
+  // read again, and kept when it cannot be.
+  if (MachineGpus gpus = MachineGpus::from_nvml(); gpus.known() || !gpus_.known()) {
+    if (gpus.uuids() != gpus_.uuids() || gpus.known() != gpus_.known())
+      spdlog::info("{}", gpus.describe(config_.mode));
+    gpus_ = std::move(gpus);
+  }
   if (policy_) {
     spdlog::info("policy reloaded from {}", config_.policy_path);
   } else {
@@ -316,10 +341,15 @@ void Server::shut_down() {
 
 void Server::accept_connections() {
   const TimeNs now = EventLoop::now();
-  for (;;) {
+  for (int turn = 0; turn < kAcceptsPerTurn; ++turn) {
     const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: the one kept spare answers the next client at
+        // once, rather than leave it waiting in the queue.
+        if (turn_away_without_descriptors()) continue;
+      }
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop listening a moment rather than spin.
         spdlog::warn("cannot accept a connection: {}; pausing for {} ms", std::strerror(errno),
@@ -338,11 +368,20 @@ void Server::accept_connections() {
       ::close(fd);
       continue;
     }
+    if (!per_uid_.admit(connection.peer.uid)) {
+      turn_away(fd, connection.peer,
+                "uid " + std::to_string(connection.peer.uid) + " holds " +
+                    std::to_string(per_uid_.limit()) +
+                    " connections to gpulimitd already, the most one user may hold "
+                    "(gpulimitd --max-connections-per-uid)");
+      continue;
+    }
     const ConnectionId id = next_connection_++;
     Result<EventLoop::WatchId> watched =
         loop_->watch(fd, kReadable, [this, id](uint32_t events) { connection_ready(id, events); });
     if (!watched) {
       spdlog::warn("closing a connection of pid {}: {}", connection.peer.pid, watched.error());
+      per_uid_.release(connection.peer.uid);
       ::close(fd);
       continue;
     }
@@ -351,6 +390,47 @@ void Server::accept_connections() {
     hello_deadlines_.emplace_back(now + kHelloTimeoutNs, id);
     idle_since_.reset();
   }
+}
+
+void Server::turn_away(int fd, const protocol::PeerCredentials& peer, const std::string& reason) {
+  // Said once per burst: a flood would fill the log otherwise.
+  const uint64_t count = ++turned_away_;
+  if ((count & (count - 1)) == 0)  // the 1st, 2nd, 4th, 8th, ...
+    spdlog::warn("turned away pid {} (uid {}): {} ({} turned away so far)", peer.pid, peer.uid,
+                 reason, count);
+  protocol::Refused refused = protocol::make<protocol::Refused>();
+  std::strncpy(refused.reason, reason.c_str(), sizeof refused.reason - 1);
+  // What the client sent already (its Hello, as a rule) is read first: a
+  // socket closed with unread data resets its peer, which would then lose
+  // the Refused and see only a reset connection.
+  const auto drain = [fd] {
+    unsigned char unread[256];
+    for (int i = 0; i < 4 && ::recv(fd, unread, sizeof unread, MSG_DONTWAIT) > 0; ++i) {
+    }
+  };
+  drain();
+  protocol::send_message(fd, &refused, sizeof refused);
+  drain();
+  ::close(fd);
+}
+
+bool Server::turn_away_without_descriptors() {
+  if (spare_fd_ < 0) return false;
+  ::close(spare_fd_);
+  spare_fd_ = -1;
+  const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  bool turned = false;
+  if (fd >= 0) {
+    protocol::PeerCredentials peer;
+    if (!protocol::peer_credentials(fd, peer)) peer = {};
+    turn_away(fd, peer,
+              "gpulimitd has no descriptor left for another connection (" +
+                  std::to_string(connections_.size()) + " open)");
+    turned = true;
+  }
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  errno = turned ? 0 : EMFILE;
+  return turned;
 }
 
 std::string Server::describe_peer(ConnectionId id) const {
@@ -551,6 +631,7 @@ void Server::close_connection(ConnectionId id) {
   ::close(connection.fd);
   if (connection.pidfd_watch) loop_->unwatch(connection.pidfd_watch);
   if (connection.role == Connection::Role::kTenantProcess) leave_tenant(id, connection);
+  per_uid_.release(connection.peer.uid);
   connections_.erase(id);
 }
 
@@ -686,6 +767,7 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
   if (watchers_) status.unmanaged = watchers_->unmanaged_status();
 
   for (DeviceIndex device = 0; device < board_->device_count(); ++device) {
+    if (!board_->in_use(device)) continue;
     protocol::status::BoardDevice entry;
     entry.board_index = device;
     entry.uuid = format_gpu_uuid(board_->uuid(device));

@@ -113,6 +113,12 @@ std::vector<ConnectionId> TenantRegistry::processes_seeing(TenantNumber tenant,
   return seeing;
 }
 
+bool TenantRegistry::device_in_use(DeviceIndex device) const {
+  for (const auto& [connection, process] : processes_)
+    if (process.sees(device)) return true;
+  return false;
+}
+
 std::vector<DeviceIndex> TenantRegistry::devices_of(TenantNumber tenant) const {
   std::set<DeviceIndex> devices;
   if (const TenantRecord* record = this->tenant(tenant))

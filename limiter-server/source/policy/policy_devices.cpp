@@ -1,7 +1,7 @@
 // The machine's GPUs by NVML index, for a policy file that names a device by
 // its index: the same numbering as nvidia-smi, whatever CUDA_VISIBLE_DEVICES
-// a job has. NVML is loaded when such a file is read, never otherwise, so
-// gpulimitd starts on machines without a driver.
+// a job has; also the list of GPUs a Hello may name (machine_gpus.h). A
+// machine without NVML gets a failure here, never a failed start.
 #include "gpulimit/nvidia/nvml_library.h"
 #include "gpulimit/server/policy/policy_file.h"
 

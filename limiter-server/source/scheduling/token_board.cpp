@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "gpulimit/shm/futex.h"
@@ -25,18 +27,59 @@ TokenBoard::~TokenBoard() {
   ::close(read_only_fd_);
 }
 
-Result<DeviceIndex> TokenBoard::publish(const DeviceUuid& uuid) {
+Result<std::vector<DeviceIndex>> TokenBoard::publish(const std::vector<DeviceUuid>& uuids) {
   shm::BoardLayout& board = *mapping_->writable();
   const uint32_t count = board.device_count.load(std::memory_order_relaxed);
-  for (uint32_t d = 0; d < count; ++d)
-    if (std::memcmp(board.devices[d].uuid, uuid.data(), uuid.size()) == 0) return d;
-  if (count == shm::kBoardDevices)
-    return fail("gpulimitd serves " + std::to_string(shm::kBoardDevices) +
-                " GPUs at most, and that many are in use");
-  std::memcpy(board.devices[count].uuid, uuid.data(), uuid.size());
-  // The entry is complete before the count that publishes it.
-  board.device_count.store(count + 1, std::memory_order_release);
-  return count;
+  const auto published_at = [&](const DeviceUuid& uuid) -> std::optional<DeviceIndex> {
+    for (uint32_t d = 0; d < count; ++d)
+      if (in_use_[d] && std::memcmp(board.devices[d].uuid, uuid.data(), uuid.size()) == 0) return d;
+    return std::nullopt;
+  };
+  // First the slots each new device would take, without writing any.
+  std::vector<DeviceIndex> indices;
+  std::bitset<shm::kBoardDevices> taken = in_use_;
+  for (std::size_t i = 0; i < uuids.size(); ++i) {
+    if (const std::optional<DeviceIndex> published = published_at(uuids[i])) {
+      indices.push_back(*published);
+      continue;
+    }
+    // Named twice in this Hello: the slot chosen for its first mention.
+    const auto earlier =
+        std::find(uuids.begin(), uuids.begin() + static_cast<std::ptrdiff_t>(i), uuids[i]);
+    if (earlier != uuids.begin() + static_cast<std::ptrdiff_t>(i)) {
+      indices.push_back(indices[static_cast<std::size_t>(earlier - uuids.begin())]);
+      continue;
+    }
+    DeviceIndex free = 0;
+    while (free < shm::kBoardDevices && taken[free])
+      ++free;
+    if (free == shm::kBoardDevices)
+      return fail("gpulimitd serves " + std::to_string(shm::kBoardDevices) +
+                  " GPUs at most, and that many are in use");
+    taken.set(free);
+    indices.push_back(free);
+  }
+  uint32_t new_count = count;
+  for (std::size_t i = 0; i < uuids.size(); ++i) {
+    const DeviceIndex d = indices[i];
+    if (in_use_[d]) continue;
+    in_use_.set(d);
+    std::memcpy(board.devices[d].uuid, uuids[i].data(), uuids[i].size());
+    new_count = std::max(new_count, d + 1);
+  }
+  // The entries are complete before the count that publishes them (and
+  // before the Welcome that names them).
+  board.device_count.store(new_count, std::memory_order_release);
+  return indices;
+}
+
+void TokenBoard::withdraw(DeviceIndex device) {
+  if (!in_use(device)) return;
+  shm::BoardDevice& entry = device_at(device);
+  std::memset(entry.uuid, 0, sizeof entry.uuid);
+  entry.waiting.store(0, std::memory_order_relaxed);
+  clear(device);
+  in_use_.reset(device);
 }
 
 uint32_t TokenBoard::device_count() const {

@@ -78,6 +78,16 @@ void TokenScheduler::leave_device(TenantNumber tenant, DeviceIndex index, TimeNs
   reconsider(index, device, now);
 }
 
+void TokenScheduler::forget_device(DeviceIndex index, TimeNs now) {
+  if (const auto found = devices_.find(index); found != devices_.end()) {
+    Device& device = found->second;
+    if (device.holder != kNoTenant) release(index, device, TokenChange::Reason::kHolderLeft, now);
+    devices_.erase(found);
+  }
+  for (auto& [tenant, devices] : counters_)
+    devices.erase(index);
+}
+
 void TokenScheduler::set_wanting(TenantNumber tenant, DeviceIndex index, bool wanting, TimeNs now) {
   if (!tenants_.contains(tenant)) return;
   Device& device = device_at(index);

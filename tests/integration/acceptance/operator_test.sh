@@ -280,7 +280,11 @@ log "gpulimitd --system --foreground --policy $policy"
 metrics_port=
 for attempt in 1 2 3; do
   metrics_port=$(free_port)
-  /usr/bin/gpulimitd --system --foreground --socket "$socket" --policy "$policy" \
+  # The server's NVML is the simulated machine's, as on a GPU machine the
+  # driver's: a system server serves only the GPUs NVML lists.
+  LD_LIBRARY_PATH="$fakecuda_lib" FAKECUDA_STATE="$work/gpu/state" FAKECUDA_DEVICES=1 \
+    FAKECUDA_MEM=8G FAKECUDA_CTX_MEM=0 \
+    /usr/bin/gpulimitd --system --foreground --socket "$socket" --policy "$policy" \
     --metrics-address "127.0.0.1:$metrics_port" --watch=off >"$work/gpulimitd.log" 2>&1 &
   gpulimitd_pid=$!
   listening() { [[ -S $socket ]] || ! running "$gpulimitd_pid"; }

@@ -20,10 +20,18 @@ using gpulimit::testing::Stream;
 }  // namespace
 
 ServerProcess::ServerProcess(const std::string& dir, const std::vector<std::string>& options)
+    : ServerProcess(dir, ServerLaunch{options, std::nullopt, 0}) {}
+
+ServerProcess::ServerProcess(const std::string& dir, const ServerLaunch& how)
     : socket_(dir + "/gpulimitd.sock"), log_path_(dir + "/gpulimitd.log") {
   Launch launch;
-  launch.argv = {GPULIMITD_PATH, "--foreground", "--socket", socket_, "--log-level", "debug"};
-  launch.argv.insert(launch.argv.end(), options.begin(), options.end());
+  if (how.descriptor_limit > 0)  // the shell's ulimit sets both limits; exec keeps the pid
+    launch.argv = {"/bin/sh", "-c",
+                   "ulimit -n " + std::to_string(how.descriptor_limit) + " && exec \"$0\" \"$@\""};
+  launch.argv.insert(launch.argv.end(),
+                     {GPULIMITD_PATH, "--foreground", "--socket", socket_, "--log-level", "debug"});
+  launch.argv.insert(launch.argv.end(), how.options.begin(), how.options.end());
+  launch.environment = how.environment;
   launch.err = Stream::file(log_path_, /*append=*/true);
   launch.dies_with_test = true;  // never outlives a crashed test
   process_ = Process(launch);

@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,10 +17,21 @@ namespace server_test {
 // Generous: bounds that only a wedged server could reach.
 inline constexpr std::chrono::milliseconds kStartTimeout{10'000};
 
+// How a test's gpulimitd runs, beyond its options.
+struct ServerLaunch {
+  std::vector<std::string> options;
+  // Its whole environment (NAME=value each), e.g. a SimulatedMachine's, so
+  // that its NVML lists that machine's GPUs; the test's own when unset.
+  std::optional<std::vector<std::string>> environment;
+  // Its RLIMIT_NOFILE, soft and hard; unchanged when 0.
+  uint64_t descriptor_limit = 0;
+};
+
 class ServerProcess {
  public:
   // `dir`: the test's directory; the socket is dir/gpulimitd.sock.
   ServerProcess(const std::string& dir, const std::vector<std::string>& options = {});
+  ServerProcess(const std::string& dir, const ServerLaunch& launch);
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   // Going, it SIGKILLs the server if it still runs.

@@ -331,7 +331,9 @@ else
   gone() {
     local now
     now=$(status_json) || return 1
-    ! grep -q '"tenant":"'"$tenant"'"' <<<"$now" && grep -q '"holder":null' <<<"$now" &&
+    # No device held: a device nobody uses any more leaves the board, so
+    # none may be listed at all.
+    ! grep -q '"tenant":"'"$tenant"'"' <<<"$now" && ! grep -q '"holder":"' <<<"$now" &&
       ! grep -q '"tenants":\[{' <<<"$now"
   }
   if ! wait_for 200 gone; then

@@ -51,7 +51,10 @@ struct BoardHeader {
 };
 
 struct alignas(64) BoardDevice {
-  unsigned char uuid[16];  // fixed before the device is published
+  // Written before the device is published (and before any Welcome names
+  // the slot); zeroed when the server frees the slot, once no process it
+  // welcomed with the slot is connected, and then reused for another GPU.
+  unsigned char uuid[16];
   // The token word above. Written only by the server, which futex-wakes it
   // after each change.
   std::atomic<uint32_t> token;
@@ -69,7 +72,7 @@ struct alignas(64) BoardDevice {
 struct BoardLayout {
   BoardHeader header;
   uint32_t max_devices;                // kBoardDevices of the server
-  std::atomic<uint32_t> device_count;  // entries of `devices` published
+  std::atomic<uint32_t> device_count;  // entries of `devices` ever written
   int32_t server_pid;
   uint32_t quantum_us;  // the scheduling quantum, for clients' idle window
   BoardDevice devices[kBoardDevices];

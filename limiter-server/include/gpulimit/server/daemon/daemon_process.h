@@ -31,8 +31,4 @@ class BackgroundStart {
   int fd_;
 };
 
-// Raises the soft limit on open descriptors to the hard one: each tenant
-// process holds two of the server's (its connection and its pidfd).
-void raise_descriptor_limit();
-
 }  // namespace gpulimit::server

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "gpulimit/server/loop/connection_limits.h"
 #include "gpulimit/server/metrics/metrics_address.h"
 #include "gpulimit/server/scheduling/scheduling_types.h"
 #include "gpulimit/server/scheduling/token_scheduler.h"
@@ -35,6 +36,9 @@ struct ServerConfig {
   // The path is the default of system mode, not one the administrator
   // named: a missing file there means no policy, not an error.
   bool policy_optional = false;
+  // The most connections one uid may hold at once (connection_limits.h);
+  // never more than a quarter of what the descriptor limit leaves room for.
+  uint32_t max_connections_per_uid = kDefaultMaxConnectionsPerUid;
   // The BPF watcher, unmanaged GPU processes, the driver cross-check.
   WatcherConfig watcher;
   // Stop on SIGTERM and SIGINT (through a signalfd); off for servers run

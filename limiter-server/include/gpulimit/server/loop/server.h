@@ -31,8 +31,10 @@
 #include "gpulimit/protocol/messages.h"
 #include "gpulimit/server/daemon/listening_socket.h"
 #include "gpulimit/server/daemon/server_config.h"
+#include "gpulimit/server/loop/connection_limits.h"
 #include "gpulimit/server/loop/event_loop.h"
 #include "gpulimit/server/loop/ledger_reaper.h"
+#include "gpulimit/server/loop/machine_gpus.h"
 #include "gpulimit/server/loop/tenant_registry.h"
 #include "gpulimit/server/metrics/metrics_endpoint.h"
 #include "gpulimit/server/metrics/status_report.h"
@@ -49,6 +51,10 @@ namespace gpulimit::server {
 inline constexpr TimeNs kHelloTimeoutNs = 5'000 * kNsPerMs;
 // Messages read from one connection before others get a turn.
 inline constexpr int kMessagesPerTurn = 16;
+// Connections accepted (or refused) at one readiness of the listening
+// socket before the other descriptors get a turn: a flood of connections
+// never starves the tenants already joined.
+inline constexpr int kAcceptsPerTurn = 64;
 
 class Server {
  public:
@@ -126,6 +132,12 @@ class Server {
   bool handle_tenant_message(ConnectionId id, Connection& connection, protocol::Type type,
                              const unsigned char* data);
   void refuse(ConnectionId id, Connection& connection, const std::string& reason);
+  // A connection accepted only to be turned away: told why, and closed.
+  void turn_away(int fd, const protocol::PeerCredentials& peer, const std::string& reason);
+  // Accepts one pending connection on the spare descriptor kept for when
+  // all others are in use, turns it away, and opens the spare again; false
+  // when there was none.
+  bool turn_away_without_descriptors();
   void reply_status(ConnectionId id, Connection& connection);
   // Logs `why` once, with who the peer is, and closes.
   void drop_connection(ConnectionId id, const std::string& why);
@@ -138,6 +150,8 @@ class Server {
   // gives up its tokens and, once it has exited, has its ledger reaped.
   bool handle_hello(ConnectionId id, Connection& connection, const protocol::Hello& hello);
   void leave_tenant(ConnectionId id, Connection& connection);
+  // Withdraws from the board each of `devices` no process sees any more.
+  void withdraw_unused(const std::vector<DeviceIndex>& devices, TimeNs now);
   void process_exited(pid_t pid);
 
   // Scheduling.
@@ -153,6 +167,8 @@ class Server {
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<ListeningSocket> listener_;
   std::unique_ptr<TokenBoard> board_;
+  // The GPUs a Hello may name (machine_gpus.h); read at start and on SIGHUP.
+  MachineGpus gpus_ = MachineGpus::unknown("not read yet");
   std::unique_ptr<DeadlineTimer> timer_;
   TokenScheduler scheduler_;
   TenantRegistry registry_;
@@ -172,6 +188,14 @@ class Server {
   TimeNs accepting_resumes_at_ = kNever;
   bool stopping_ = false;
   std::string stop_reason_;
+
+  // Each uid's connections and departed processes (connection_limits.h).
+  UidConnectionCounts per_uid_{kDefaultMaxConnectionsPerUid};
+  // Opened at start and given up only to accept a connection to turn away
+  // when every other descriptor is taken (EMFILE), so that a full server
+  // answers at once instead of leaving clients in the listen queue.
+  int spare_fd_ = -1;
+  uint64_t turned_away_ = 0;
 
   ConnectionId next_connection_ = 1;
   std::unordered_map<ConnectionId, Connection> connections_;

@@ -98,6 +98,8 @@ class TenantRegistry {
 
   // The tenant's processes that see `device`, and so can acknowledge there.
   std::vector<ConnectionId> processes_seeing(TenantNumber tenant, DeviceIndex device) const;
+  // Whether some process of any tenant sees `device`.
+  bool device_in_use(DeviceIndex device) const;
   // The board devices some process of the tenant sees, sorted.
   std::vector<DeviceIndex> devices_of(TenantNumber tenant) const;
   // The tenant was granted `device`: its processes' wants there are met.

@@ -1,10 +1,20 @@
 // The server's hand on the board (gpulimit/shm/board.h): publishes devices
-// by UUID and writes each device's token words in the order the launch gate
-// relies on. The only writer of the board.
+// by UUID, withdraws them when no process uses them any more, and writes
+// each device's token words in the order the launch gate relies on. The
+// only writer of the board.
+//
+// A withdrawn slot is taken again by the next device published. Its UUID is
+// zeroed first, so that a process that still maps the board never matches
+// its old device there; no process was welcomed with the slot any more
+// (that is what withdrawing means), and a later one learns its slot from
+// its own Welcome. `device_count` on the board counts the slots ever
+// written, the withdrawn ones among them.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "gpulimit/server/loop/hello_validation.h"
 #include "gpulimit/server/result.h"
@@ -20,10 +30,17 @@ class TokenBoard {
   TokenBoard(const TokenBoard&) = delete;
   TokenBoard& operator=(const TokenBoard&) = delete;
 
-  // The board index of the device with `uuid`, publishing it first if no
-  // client has named it yet. Fails when every slot is taken.
-  Result<DeviceIndex> publish(const DeviceUuid& uuid);
+  // The board index of each device of `uuids` (in order), publishing
+  // those no client has named yet. All or nothing: when the slots free do
+  // not suffice for all of them, it fails and writes nothing.
+  Result<std::vector<DeviceIndex>> publish(const std::vector<DeviceUuid>& uuids);
+  // The device's slot is free again: its UUID zeroed, its token 0.
+  void withdraw(DeviceIndex device);
+  // Slots ever written (the bound of every loop over devices); those in
+  // use are published and not withdrawn.
   uint32_t device_count() const;
+  bool in_use(DeviceIndex device) const { return device < in_use_.size() && in_use_[device]; }
+  uint32_t devices_in_use() const { return static_cast<uint32_t>(in_use_.count()); }
   DeviceUuid uuid(DeviceIndex device) const;
 
   // `tenant` holds the device's token now: `grant` is raised, then `token`
@@ -51,6 +68,7 @@ class TokenBoard {
 
   std::unique_ptr<shm::BoardMapping> mapping_;
   int read_only_fd_;
+  std::bitset<shm::kBoardDevices> in_use_;
 };
 
 }  // namespace gpulimit::server

@@ -114,6 +114,10 @@ class TokenScheduler {
   // The tenant has no process left that uses `device`: released if it holds
   // the token there, and no longer wanting it.
   void leave_device(TenantNumber tenant, DeviceIndex device, TimeNs now);
+  // The device's board slot was withdrawn (no process uses it), and may
+  // come back as another GPU: everything known of it goes, the counters of
+  // tenants that used it before included.
+  void forget_device(DeviceIndex device, TimeNs now);
 
   // Whether some process of the tenant waits for the device's token.
   void set_wanting(TenantNumber tenant, DeviceIndex device, bool wanting, TimeNs now);
