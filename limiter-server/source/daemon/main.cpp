@@ -50,24 +50,43 @@ int main(int argc, char** argv) {
 
   if (auto logging = server::set_up_logging(options.log_file, options.log_level); !logging)
     return report_failure(logging.error());
+  // The system server with a policy enforces it: processes that it refuses,
+  // or that find it gone, are refused CUDA (limiter-server/README.md). The
+  // marker goes up before the socket listens, so that no process meets the
+  // server unenforced; one it finds has no policy after all takes it down.
+  const bool system_socket = options.server.mode == server::ServerMode::kSystem &&
+                             options.server.socket_path == gpulimit::protocol::kSystemSocketPath;
+  const bool policy_expected =
+      !options.server.policy_path.empty() &&
+      (!options.server.policy_optional || access(options.server.policy_path.c_str(), F_OK) == 0);
+  std::optional<server::EnforcementMarker> enforcing;
+  std::string mark_error;
+  const auto mark = [&]() -> bool {
+    auto marker = server::EnforcementMarker::make(gpulimit::protocol::kEnforcementMarkerPath);
+    if (!marker) {
+      mark_error = marker.error();
+      return false;
+    }
+    enforcing.emplace(std::move(*marker));
+    return true;
+  };
+  if (system_socket && policy_expected) mark();  // no /run/gpulimit yet: made after the start
+
   auto started = server::Server::start(options.server);
   if (!started) {
+    // Left as it is: another server may serve the socket, or the policy
+    // this one was to enforce has an error.
+    if (enforcing) enforcing->leave();
     if (background) spdlog::error("cannot start: {}", started.error());
     return report_failure(started.error());
   }
-  // The system server with a policy enforces it: processes that it refuses,
-  // or that find it gone, are refused CUDA (limiter-server/README.md).
-  std::optional<server::EnforcementMarker> enforcing;
-  if (options.server.mode == server::ServerMode::kSystem && (*started)->has_policy() &&
-      options.server.socket_path == gpulimit::protocol::kSystemSocketPath) {
-    auto marker = server::EnforcementMarker::make(gpulimit::protocol::kEnforcementMarkerPath);
-    if (!marker) return report_failure(marker.error());
-    enforcing.emplace(std::move(*marker));
+  if (system_socket && (*started)->has_policy()) {
+    if (!enforcing && !mark()) return report_failure(mark_error);
     spdlog::info("enforcing: processes refused or unserved are refused CUDA ({})",
                  gpulimit::protocol::kEnforcementMarkerPath);
-  } else if (options.server.mode == server::ServerMode::kSystem &&
-             options.server.socket_path == gpulimit::protocol::kSystemSocketPath) {
-    // No policy now: a marker a server with one left when it died goes.
+  } else if (system_socket) {
+    // No policy: a marker that a server with one left when it died goes.
+    enforcing.reset();
     unlink(gpulimit::protocol::kEnforcementMarkerPath);
   }
   if (background) background->ready();
