@@ -93,9 +93,21 @@ JoinResult join_server(const std::string& path, const protocol::Hello& hello) no
     const int socket = protocol::connect_to(path, error);
     if (socket < 0) return fail(JoinResult::Outcome::kUnreachable, error, -1);
     set_timeouts(socket, kHandshakeSeconds);
-    if (!protocol::send_message(socket, &hello, sizeof hello))
-      return fail(JoinResult::Outcome::kNoAnswer,
-                  std::string("cannot send to gpulimitd: ") + std::strerror(errno), socket);
+    if (!protocol::send_message(socket, &hello, sizeof hello)) {
+      // A server that turns a connection away (too many of this user's)
+      // answers Refused before it reads the Hello, and closes: its reason
+      // is still there to read, and says more than the broken pipe.
+      const int send_error = errno;
+      const std::string why = std::string("cannot send to gpulimitd: ") + std::strerror(send_error);
+      if (send_error != EPIPE && send_error != ECONNRESET)
+        return fail(JoinResult::Outcome::kNoAnswer, why, socket);
+      JoinResult answered = read_answer(socket, hello);  // it closes the socket when it fails
+      if (answered.outcome != JoinResult::Outcome::kRefused)
+        return answered.outcome == JoinResult::Outcome::kWelcome
+                   ? fail(JoinResult::Outcome::kNoAnswer, why, answered.socket)
+                   : fail(JoinResult::Outcome::kNoAnswer, why, -1);
+      return answered;
+    }
     JoinResult result = read_answer(socket, hello);
     // From now on the watcher polls the socket, and a send waits for a server
     // that is slow to read rather than drop a Want or an Ack.
