@@ -21,6 +21,7 @@
 #include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "server_process.h"
+#include "workload_output.h"
 
 namespace server_test {
 namespace {
@@ -33,21 +34,6 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 const std::string kMarker = gpulimit::protocol::kEnforcementMarkerPath;
 const std::string kRefusal =
     "the administrator enforces gpulimit on this machine, so CUDA is refused";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string value_of(const std::string& output, const std::string& key) {
-  const std::string needle = " " + key + "=";
-  const std::size_t at = output.find(needle);
-  if (at == std::string::npos) return "";
-  const std::size_t start = at + needle.size();
-  return output.substr(start, output.find_first_of(" \n", start) - start);
-}
 
 bool exists(const std::string& path) {
   struct stat status {};

@@ -16,6 +16,7 @@
 #include "gpulimit/testing/simulated_machine.h"
 #include "gpulimit/testing/temporary_directory.h"
 #include "server_process.h"
+#include "workload_output.h"
 #include "test_client.h"
 
 namespace server_test {
@@ -25,22 +26,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kProgramTimeout{60'000};
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The value of `key` in a workload's key=value line, or "".
-std::string value_of(const std::string& output, const std::string& key) {
-  const std::string needle = " " + key + "=";
-  const std::size_t at = output.find(needle);
-  if (at == std::string::npos) return "";
-  const std::size_t start = at + needle.size();
-  return output.substr(start, output.find_first_of(" \n", start) - start);
-}
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t count = 0;
