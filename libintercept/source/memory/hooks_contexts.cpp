@@ -27,12 +27,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "gate/launch_gate.h"
 #include "gpulimit/nvidia/nvml_library.h"
+#include "gpulimit/options/values.h"
 #include "memory/accounting.h"
 
 using namespace gpulimit;
@@ -66,16 +69,14 @@ nvmlDevice_t nvml_device(CUdevice dev) {
   auto get_uuid = real_function(real::cuDeviceGetUuid_v2);
   CUuuid uuid{};
   if (!n || !get_uuid || get_uuid(&uuid, dev) != CUDA_SUCCESS) return nullptr;
-  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  options::DeviceUuid bytes;
+  std::memcpy(bytes.data(), uuid.bytes, bytes.size());
+  std::string text = options::format_device_uuid(bytes);  // GPU-...
   // A MIG instance has a UUID of its own, which NVML writes as MIG-...
   for (const char* prefix : {"GPU-", "MIG-"}) {
-    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    std::snprintf(text, sizeof(text),
-                  "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix,
-                  b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                  b[13], b[14], b[15]);
+    text.replace(0, 4, prefix);
     nvmlDevice_t device = nullptr;
-    if (n->nvmlDeviceGetHandleByUUID(text, &device) == NVML_SUCCESS) return device;
+    if (n->nvmlDeviceGetHandleByUUID(text.c_str(), &device) == NVML_SUCCESS) return device;
   }
   return nullptr;
 }

@@ -4,8 +4,8 @@
 #include <pwd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
+
+#include "gpulimit/options/values.h"
 
 namespace gpulimit::server {
 namespace {
@@ -105,13 +105,6 @@ const PolicyEntry* user_entry(const Policy& policy, const PeerIdentity& who) {
   return found == policy.users.end() ? nullptr : &found->second;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 }  // namespace
 
 const char* unmanaged_action_name(UnmanagedAction action) {
@@ -206,31 +199,16 @@ UnmanagedAction Policy::unmanaged_action(uid_t uid, gid_t gid, UnmanagedAction o
 }
 
 bool parse_gpu_uuid(const std::string& text, GpuUuid& out) {
-  // GPU-8-4-4-4-12 hex digits.
-  static constexpr std::array<std::size_t, 5> kGroups = {8, 4, 4, 4, 12};
-  if (text.size() != 4 + 32 + 4 || text.compare(0, 4, "GPU-") != 0) return false;
-  std::size_t at = 4;
-  std::size_t byte = 0;
-  for (std::size_t g = 0; g < kGroups.size(); ++g) {
-    if (g > 0 && text[at++] != '-') return false;
-    for (std::size_t i = 0; i < kGroups[g]; i += 2) {
-      const int high = hex_value(text[at]);
-      const int low = hex_value(text[at + 1]);
-      if (high < 0 || low < 0) return false;
-      out[byte++] = static_cast<unsigned char>(high * 16 + low);
-      at += 2;
-    }
-  }
-  return true;
+  // Exactly GPU-8-4-4-4-12 hex digits here (options' reader also takes MIG-
+  // and dashes anywhere, as the environment may write them).
+  if (text.size() != 4 + 32 + 4 || !text.starts_with("GPU-")) return false;
+  for (const std::size_t dash : {12, 17, 22, 27})
+    if (text[dash] != '-') return false;
+  return options::parse_device_uuid(text, out);
 }
 
-std::string format_gpu_uuid(const GpuUuid& u) {
-  char text[64];
-  std::snprintf(text, sizeof text,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                u[14], u[15]);
-  return text;
+std::string format_gpu_uuid(const GpuUuid& uuid) {
+  return options::format_device_uuid(uuid);
 }
 
 }  // namespace gpulimit::server

@@ -39,7 +39,7 @@ namespace gpulimit::server {
 enum class UnmanagedAction { kAllow, kWarn, kKill };
 const char* unmanaged_action_name(UnmanagedAction action);
 
-using GpuUuid = std::array<unsigned char, 16>;
+using GpuUuid = options::DeviceUuid;  // the same 16 bytes everywhere
 
 // The settings one table of the file gives. Memory is kept as written
 // (bytes or a percentage of the device): it is resolved per device.
