@@ -41,6 +41,15 @@ std::optional<uint64_t> MemoryLimits::smallest(uint64_t device_total) const noex
   return least;
 }
 
+std::optional<uint64_t> MemoryLimits::cap_before_binding(const DeviceUuid& uuid,
+                                                         uint64_t device_total) const noexcept {
+  if (const auto entry = by_uuid.find(uuid); entry != by_uuid.end())
+    return entry->second.resolve(device_total);
+  if (!by_device.empty()) return smallest(device_total);
+  if (all) return all->resolve(device_total);
+  return std::nullopt;
+}
+
 bool MemoryLimits::bind(const std::vector<DeviceUuid>& visible, std::string& reason) {
   std::map<DeviceUuid, Amount> bound = by_uuid;
   for (const auto& [ordinal, amount] : by_device) {

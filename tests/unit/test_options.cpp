@@ -275,6 +275,19 @@ TEST(MemoryLimits, AGpusOwnEntryComesBeforeItsOrdinalsAndTheDefault) {
   EXPECT_EQ(MemoryLimits{}.smallest(100 * kGiB), std::nullopt);
 }
 
+TEST(MemoryLimits, BeforeBindingAGpuWithoutItsOwnCapGetsTheLeastWhileIndicesRemain) {
+  MemoryLimits memory;
+  memory.all = bytes(8 * kGiB);
+  EXPECT_EQ(memory.cap_before_binding(kGpuB, 100 * kGiB), 8 * kGiB);
+  memory.by_uuid = {{kGpuA, percent(50)}};
+  EXPECT_EQ(memory.cap_before_binding(kGpuA, 100 * kGiB), 50 * kGiB);
+  EXPECT_EQ(memory.cap_before_binding(kGpuB, 100 * kGiB), 8 * kGiB);
+  memory.by_device = {{3, bytes(2 * kGiB)}};
+  EXPECT_EQ(memory.cap_before_binding(kGpuA, 100 * kGiB), 50 * kGiB);
+  EXPECT_EQ(memory.cap_before_binding(kGpuB, 100 * kGiB), 2 * kGiB);
+  EXPECT_EQ(MemoryLimits{}.cap_before_binding(kGpuA, 100 * kGiB), std::nullopt);
+}
+
 TEST(MemoryLimits, BindingTiesOrdinalsToTheGpusTheyNameHere) {
   MemoryLimits memory;
   memory.all = bytes(8 * kGiB);

@@ -2,9 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <cstring>
-#include <string>
-
 #include "gpulimit/protocol/channel.h"
 
 namespace gpulimit::gate {
@@ -17,16 +14,12 @@ bool owned_by_root(const struct stat& status) {
 }  // namespace
 
 bool administrator_enforces() noexcept {
-  const char* marker = protocol::kEnforcementMarkerPath;
-  const char* slash = std::strrchr(marker, '/');
-  char directory[64] = {};
-  if (!slash || static_cast<size_t>(slash - marker) >= sizeof(directory)) return false;
-  std::memcpy(directory, marker, static_cast<size_t>(slash - marker));
   struct stat status {};
-  if (lstat(directory, &status) != 0 || !S_ISDIR(status.st_mode) || !owned_by_root(status) ||
-      (status.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+  if (lstat(protocol::kSystemDirectory, &status) != 0 || !S_ISDIR(status.st_mode) ||
+      !owned_by_root(status) || (status.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     return false;
-  return lstat(marker, &status) == 0 && S_ISREG(status.st_mode) && owned_by_root(status);
+  return lstat(protocol::kEnforcementMarkerPath, &status) == 0 && S_ISREG(status.st_mode) &&
+         owned_by_root(status);
 }
 
 }  // namespace gpulimit::gate

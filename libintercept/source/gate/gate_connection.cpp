@@ -101,12 +101,9 @@ JoinResult join_server(const std::string& path, const protocol::Hello& hello) no
       const std::string why = std::string("cannot send to gpulimitd: ") + std::strerror(send_error);
       if (send_error != EPIPE && send_error != ECONNRESET)
         return fail(JoinResult::Outcome::kNoAnswer, why, socket);
-      JoinResult answered = read_answer(socket, hello);  // it closes the socket when it fails
-      if (answered.outcome != JoinResult::Outcome::kRefused)
-        return answered.outcome == JoinResult::Outcome::kWelcome
-                   ? fail(JoinResult::Outcome::kNoAnswer, why, answered.socket)
-                   : fail(JoinResult::Outcome::kNoAnswer, why, -1);
-      return answered;
+      JoinResult answered = read_answer(socket, hello);  // the socket is its now
+      if (answered.outcome == JoinResult::Outcome::kRefused) return answered;
+      return fail(JoinResult::Outcome::kNoAnswer, why, answered.socket);  // -1 unless welcomed
     }
     JoinResult result = read_answer(socket, hello);
     // From now on the watcher polls the socket, and a send waits for a server

@@ -338,14 +338,7 @@ bool Tenant::view_before_init(const unsigned char uuid[16], uint64_t device_tota
   const options::Limits limits = read_limits();
   options::DeviceUuid gpu;
   std::memcpy(gpu.data(), uuid, gpu.size());
-  std::optional<uint64_t> bytes;
-  if (const auto entry = limits.memory.by_uuid.find(gpu); entry != limits.memory.by_uuid.end()) {
-    bytes = entry->second.resolve(device_total);
-  } else if (!limits.memory.by_device.empty()) {
-    bytes = limits.memory.smallest(device_total);
-  } else if (limits.memory.all) {
-    bytes = limits.memory.all->resolve(device_total);
-  }
+  const std::optional<uint64_t> bytes = limits.memory.cap_before_binding(gpu, device_total);
   if (!bytes) return false;
   *cap = *bytes;
   *used = 0;

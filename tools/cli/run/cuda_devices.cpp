@@ -60,6 +60,15 @@ bool read_all(int fd, void* data, size_t size) {
   _exit(0);
 }
 
+// HAMi's variables: CUDA_DEVICE_MEMORY_LIMIT, CUDA_DEVICE_SM_LIMIT and the
+// per-device CUDA_DEVICE_MEMORY_LIMIT_<i>.
+bool is_hami_variable(std::string_view name) {
+  using options::OptionId;
+  return name == options::option(OptionId::kMem).hami_alias ||
+         name == options::option(OptionId::kSm).hami_alias ||
+         name.starts_with(options::option(OptionId::kDeviceMem).hami_alias);
+}
+
 // Without the limits of an outer job (a gpulimit inside a gpulimit job):
 // the driver must answer as it will for the job, and libgpulimit.so, when it
 // is preloaded here too, must pass the calls straight through.
@@ -68,9 +77,7 @@ void drop_limits_from_environment() {
   for (char** entry = environ; entry && *entry; ++entry) {
     const std::string_view assignment(*entry);
     const std::string_view name = options::variable_name(assignment);
-    if (options::is_option_variable(name) || name.starts_with("CUDA_DEVICE_MEMORY_LIMIT") ||
-        name == options::option(options::OptionId::kSm).hami_alias)
-      names.emplace_back(name);
+    if (options::is_option_variable(name) || is_hami_variable(name)) names.emplace_back(name);
   }
   for (const std::string& name : names)
     unsetenv(name.c_str());

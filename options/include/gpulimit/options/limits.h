@@ -55,9 +55,14 @@ struct MemoryLimits {
   // The cap of the GPU `uuid`, CUDA ordinal `ordinal` of this process: its
   // UUID's entry, else its ordinal's, else the cap for every device.
   std::optional<Amount> for_gpu(const DeviceUuid& uuid, unsigned ordinal) const noexcept;
-  // The least any device may have, in bytes of a device of `device_total`:
-  // what NVML may show of a GPU whose ordinal is not known yet.
+  // The least any device may have, in bytes of a device of `device_total`.
   std::optional<uint64_t> smallest(uint64_t device_total) const noexcept;
+  // The cap in bytes of the GPU `uuid` (of `device_total` bytes) before the
+  // process knows its ordinal (NVML before cuInit): its UUID's entry, else,
+  // while any entry is still by ordinal, the least of them all, else the
+  // cap for every device.
+  std::optional<uint64_t> cap_before_binding(const DeviceUuid& uuid,
+                                             uint64_t device_total) const noexcept;
 
   // Binds the ordinal entries to the GPUs they name in this process
   // (`visible[i]` is CUDA ordinal i), moving them to by_uuid; entries of

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace gpulimit::protocol {
 
@@ -13,11 +14,14 @@ namespace gpulimit::protocol {
 // when XDG_RUNTIME_DIR is set in `envp`, else /tmp/gpulimit-<uid>/gpulimitd.sock.
 // System mode: kSystemSocketPath.
 std::string user_socket_path(char* const* envp, uid_t uid);
+inline constexpr const char* kSystemDirectory = "/run/gpulimit";
 inline constexpr const char* kSystemSocketPath = "/run/gpulimit/gpulimitd.sock";
 // Present, root's, while the system server serves with the administrator's
 // policy, and left behind when it dies: libgpulimit.so then fails closed
 // (limiter-server/README.md, "Where the administrator enforces").
 inline constexpr const char* kEnforcementMarkerPath = "/run/gpulimit/enforcing";
+static_assert(std::string_view(kSystemSocketPath).starts_with(kSystemDirectory) &&
+              std::string_view(kEnforcementMarkerPath).starts_with(kSystemDirectory));
 
 // Connects a SOCK_SEQPACKET | SOCK_CLOEXEC socket to `path`. -1 with `error`
 // set to one line when nobody listens there.
