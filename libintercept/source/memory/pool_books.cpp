@@ -4,6 +4,7 @@
 #include "memory/pool_books.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -44,6 +45,10 @@ std::unordered_map<CUdeviceptr, Allocation>& allocations() {
   static auto* a = new std::unordered_map<CUdeviceptr, Allocation>();
   return *a;
 }
+// How many entries allocations() has, written under mu() and read without
+// it: a process that makes no stream-ordered allocation frees through the
+// sharded registry alone, never through mu().
+std::atomic<size_t> allocation_count{0};
 
 // The pool's entry, made on first sight for a device's default or current
 // pool; nullptr for a pool neither created through the hooks nor a device's.
@@ -152,6 +157,7 @@ bool record(Tenant* tenant, CUmemoryPool handle, CUdeviceptr ptr, uint64_t bytes
   if (!pool) return false;
   try {
     allocations()[ptr] = Allocation{pool, pool->ledger, bytes};
+    allocation_count.store(allocations().size(), std::memory_order_release);
   } catch (...) {
     return false;
   }
@@ -160,6 +166,9 @@ bool record(Tenant* tenant, CUmemoryPool handle, CUdeviceptr ptr, uint64_t bytes
 }
 
 bool owns(CUdeviceptr ptr) {
+  // The pointer came from an allocation that returned after recording it,
+  // so a free of a recorded one sees a count above zero.
+  if (allocation_count.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard<std::recursive_mutex> guard(mu());
   return allocations().count(ptr) != 0;
 }
@@ -169,6 +178,7 @@ void forget(Tenant* tenant, CUdeviceptr ptr) {
   if (it == allocations().end()) return;
   const Allocation a = it->second;
   allocations().erase(it);
+  allocation_count.store(allocations().size(), std::memory_order_release);
   Pool* pool = a.pool;
   pool->live -= a.bytes;
   if (pool->destroyed) {
