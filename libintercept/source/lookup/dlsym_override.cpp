@@ -123,7 +123,9 @@ bool asked_by_the_sanitizer(const void* return_address) {
   return runtime && gpulimit::loader::object_at(return_address) == runtime;
 }
 #else
-bool asked_by_the_sanitizer(const void*) { return false; }
+bool asked_by_the_sanitizer(const void*) {
+  return false;
+}
 #endif
 
 }  // namespace

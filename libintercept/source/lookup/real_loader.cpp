@@ -107,9 +107,10 @@ const link_map* dl_library() {
   // dlerror lives beside dlsym (libc or libdl) and gpulimit does not
   // define it.
   const link_map* at_dlerror = object_at(reinterpret_cast<const void*>(&dlerror));
-  const link_map* found_library = definition_in(at_dlerror, "dlsym")
-                                      ? at_dlerror
-                                      : object_at(reinterpret_cast<const void*>(&gnu_get_libc_version));
+  const link_map* found_library =
+      definition_in(at_dlerror, "dlsym")
+          ? at_dlerror
+          : object_at(reinterpret_cast<const void*>(&gnu_get_libc_version));
   library.store(found_library, std::memory_order_release);
   return found_library;
 }
