@@ -41,13 +41,10 @@ concurrency_targets=(ledger_integration_test launch_gate_test server_integration
 # why): programs not built with it that load a TSan-built library with
 # dlopen (Python with PyTorch, slurmd with the SPANK plugin: the runtime's
 # static TLS refuses); the caller's RUNPATH, RTLD_DEEPBIND and dlmopen,
-# which the runtime's own dlopen takes from the caller or refuses; one
-# CUPTI test whose failure under TSan is not explained yet; and NVIDIA's
-# runtime and cuBLAS on the simulator, where TSan finds the simulator
-# reading its thread's context stack after that thread-local was destroyed
-# (cuDevicePrimaryCtxRelease from cuBLAS's exit handlers), not fixed yet.
+# which the runtime's own dlopen takes from the caller or refuses; and one
+# CUPTI test whose failure under TSan is not explained yet.
 tsan_unsupported_labels='pytorch|slurm'
-tsan_unsupported_tests='^DriverRoutes\.(DlopenSearchesTheCallersRunpath|DlmopenSearchesTheCallersRunpath|DeepbindDlopenSearchesTheCallersRunpath|DeepbindThroughTheNextDlopenOfALoadedLibrary|FailedDlmopensSayWhyAndLeaveNoNamespaceBehind)$|^CuptiTrace\.TheCommandKeepsWhatIsPreloadedAndNamesTheFileAbsolutely$|^Cudart/Runtime\.|^Cublas\.'
+tsan_unsupported_tests='^DriverRoutes\.(DlopenSearchesTheCallersRunpath|DlmopenSearchesTheCallersRunpath|DeepbindDlopenSearchesTheCallersRunpath|DeepbindThroughTheNextDlopenOfALoadedLibrary|FailedDlmopensSayWhyAndLeaveNoNamespaceBehind)$|^CuptiTrace\.TheCommandKeepsWhatIsPreloadedAndNamesTheFileAbsolutely$'
 
 summary=()
 failed=0
