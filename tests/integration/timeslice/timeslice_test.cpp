@@ -37,6 +37,16 @@ const std::string kCli = GPULIMIT_CLI_PATH;
 constexpr int64_t kMillisecond = 1'000'000;
 constexpr int kQuantumMs = 20;
 constexpr double kTolerance = 0.02;  // ±2 percentage points
+// The least fraction of the time the GPU may idle with work waiting. Under
+// ThreadSanitizer every handoff's drain and grant runs several times slower
+// and the 2-core machine is shared with its runtime's work: the figure is a
+// goal of the plain build there (benchmarks/ measures it), and the sanitized
+// run checks only that handoffs do not stall.
+#ifdef GPULIMIT_THREAD_SANITIZER
+constexpr double kBusyGoal = 0.85;
+#else
+constexpr double kBusyGoal = 0.95;
+#endif
 
 // A spinner that wants the GPU all the time for `seconds`: 1 ms kernels, two
 // rounds queued on one stream.
@@ -235,7 +245,7 @@ TEST_F(TimeSlicing, EqualWeightsShareEqually) {
   EXPECT_NEAR(gpu_share(report, "a"), 0.5, kTolerance);
   EXPECT_NEAR(gpu_share(report, "b"), 0.5, kTolerance);
   expect_time_sliced(report);
-  EXPECT_GE(report.busy_fraction, 0.95) << "the GPU idled with work waiting";
+  EXPECT_GE(report.busy_fraction, kBusyGoal) << "the GPU idled with work waiting";
 }
 
 TEST_F(TimeSlicing, WeightsThreeToOne) {
@@ -248,7 +258,7 @@ TEST_F(TimeSlicing, WeightsThreeToOne) {
   EXPECT_NEAR(gpu_share(report, "heavy"), 0.75, kTolerance);
   EXPECT_NEAR(gpu_share(report, "light"), 0.25, kTolerance);
   expect_time_sliced(report);
-  EXPECT_GE(report.busy_fraction, 0.95);
+  EXPECT_GE(report.busy_fraction, kBusyGoal);
 }
 
 TEST_F(TimeSlicing, FourTenantsByTheirWeights) {
@@ -263,7 +273,7 @@ TEST_F(TimeSlicing, FourTenantsByTheirWeights) {
   for (const auto& [name, weight] : weights)
     EXPECT_NEAR(gpu_share(report, name), weight / 8.0, kTolerance) << name;
   expect_time_sliced(report);
-  EXPECT_GE(report.busy_fraction, 0.95);
+  EXPECT_GE(report.busy_fraction, kBusyGoal);
 }
 
 TEST_F(TimeSlicing, EightTenantsEqually) {
@@ -276,7 +286,7 @@ TEST_F(TimeSlicing, EightTenantsEqually) {
   for (int i = 0; i < 8; ++i)
     EXPECT_NEAR(gpu_share(report, "t" + std::to_string(i)), 1.0 / 8, kTolerance) << i;
   expect_time_sliced(report);
-  EXPECT_GE(report.busy_fraction, 0.95);
+  EXPECT_GE(report.busy_fraction, kBusyGoal);
 }
 
 TEST_F(TimeSlicing, ALoneTenantWithAHardCapGetsItsCapOfAnIdleGpu) {
@@ -302,7 +312,7 @@ TEST_F(TimeSlicing, CapsHoldAndTheRestGoesToTheOthers) {
   EXPECT_NEAR(report.share_of_tenant("cap30"), 0.30, kTolerance);
   EXPECT_LE(report.share_of_tenant("cap50"), 0.50 + kTolerance);
   EXPECT_NEAR(gpu_share(report, "cap50"), gpu_share(report, "free"), kTolerance);
-  EXPECT_GE(report.busy_fraction, 0.95) << "capped tenants left the GPU idle";
+  EXPECT_GE(report.busy_fraction, kBusyGoal) << "capped tenants left the GPU idle";
   expect_time_sliced(report);
 }
 
@@ -319,7 +329,7 @@ TEST_F(TimeSlicing, CapsHoldAndTheRestGoesToTheUncapped) {
   EXPECT_NEAR(report.share_of_tenant("cap30"), 0.30, kTolerance);
   EXPECT_NEAR(report.share_of_tenant("cap50"), 0.50, kTolerance);
   EXPECT_NEAR(report.share_of_tenant("free"), 0.20, kTolerance);
-  EXPECT_GE(report.busy_fraction, 0.95);
+  EXPECT_GE(report.busy_fraction, kBusyGoal);
   expect_time_sliced(report);
 }
 
