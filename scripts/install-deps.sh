@@ -29,6 +29,7 @@ packages=(
   libzstd-dev      # the simulated driver reads compressed fatbins (CUDA 13: ZSTD)
   liblz4-dev       # and those of older toolkits (LZ4)
   libtomlplusplus-dev  # TOML: gpulimitd's policy file
+  libsqlite3-dev   # SQLite: gpulimitd's usage database, read by gpulimit usage (usage/)
   libseccomp-dev   # the systemd unit check models the unit's seccomp sandboxing (tests/integration/packaging)
   python3          # the GPU suite's scripts (tests/gpu), run on the simulator by ctest -L gpusuite
   python3-venv     # the project's venv with PyTorch (tests/pytorch), made below

@@ -1,6 +1,7 @@
 // gpulimit: runs a command as a new tenant under GPU limits (run/), unless
 // its first argument names one of the subcommands in the table below.
-// `gpulimit status` and `gpulimit top` show what the server knows;
+// `gpulimit status` and `gpulimit top` show what the server knows, `gpulimit
+// usage` what it recorded;
 // `gpulimit preload` has every program on the machine preload the library.
 #include <string_view>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "run/run_job.h"
 #include "status/status_command.h"
 #include "top/top_command.h"
+#include "usage/usage_command.h"
 
 extern char** environ;
 
@@ -29,6 +31,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"status", cli::run_status},
     {"top", cli::run_top},
+    {"usage", cli::run_usage},
     // It edits /etc/ld.so.preload, and reads no limits from the environment.
     {"preload", [](const std::vector<std::string_view>& args,
                    char* const*) { return cli::run_preload_command(args); }},

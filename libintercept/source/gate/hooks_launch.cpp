@@ -4,6 +4,7 @@
 // stores to this thread's sequence word. benchmarks/ measures both.
 #include "gate/launch_gate.h"
 #include "lookup/real_driver.h"
+#include "memory/graph_books.h"
 
 using gpulimit::gate::launch;
 using gpulimit::gate::StreamMode;
@@ -54,10 +55,15 @@ GPULIMIT_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned i
                 by, bz, smem, s, params);
 }
 
+// A graph launch may also allocate and free graph memory (graph_books.h).
 GPULIMIT_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
-  return launch(s, StreamMode::kLegacy, real::cuGraphLaunch, exec, s);
+  const CUresult result = launch(s, StreamMode::kLegacy, real::cuGraphLaunch, exec, s);
+  if (result == CUDA_SUCCESS) gpulimit::graph_books::launched(exec);
+  return result;
 }
 
 GPULIMIT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s) {
-  return launch(s, StreamMode::kPerThread, real::cuGraphLaunch_ptsz, exec, s);
+  const CUresult result = launch(s, StreamMode::kPerThread, real::cuGraphLaunch_ptsz, exec, s);
+  if (result == CUDA_SUCCESS) gpulimit::graph_books::launched(exec);
+  return result;
 }

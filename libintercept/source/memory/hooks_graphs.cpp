@@ -5,39 +5,23 @@
 // the graph is instantiated, so that a graph over the cap is refused before
 // it can run: the sizes of its allocation nodes (those of child graphs it
 // owns included), summed per device (the node's own location), are reserved
-// against the cap before the real instantiation, given back if it fails, and
-// given back when the executable graph is destroyed. Over the cap the
-// instantiation returns CUDA_ERROR_OUT_OF_MEMORY and nothing is created.
-//
-// The charge is an upper bound for as long as the executable graph exists:
-// the driver may reuse one node's memory for another's and share its pool
-// between graphs, and a graph may free what it allocates before it ends.
-// It does not cover what outlives the executable graph: the pool keeps its
-// memory until cuDeviceGraphMemTrim, and an allocation the graph does not
-// free lasts until it is freed. docs/memory-accounting.md has the whole list.
+// against the cap before the real instantiation, and given back if it fails.
+// Over the cap the instantiation returns CUDA_ERROR_OUT_OF_MEMORY and nothing
+// is created. What stays charged after the executable graph is destroyed (a
+// launch's allocations the graph does not free, the pool's reserve) is kept
+// by graph_books.h; the launch hooks, cuMemFree[Async] and
+// cuDeviceGraphMemTrim tell it what happened.
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <new>
-#include <unordered_map>
 
-#include "gpulimit/shm/tenant_ledger.h"
 #include "memory/accounting.h"
+#include "memory/graph_books.h"
 
 using namespace gpulimit;
+using graph_books::Footprint;
 
 namespace {
-
-// Bytes per ledger device.
-struct GraphMemory {
-  uint64_t bytes[shm::kMaxDevices] = {};
-
-  bool empty() const {
-    for (uint64_t b : bytes)
-      if (b) return false;
-    return true;
-  }
-};
 
 enum class Reading {
   kRead,
@@ -48,16 +32,20 @@ enum class Reading {
 // Child graphs nest; a graph nested deeper than this is refused.
 constexpr int kMaxDepth = 64;
 
-// Adds the allocation nodes of `graph`, and of the child graphs it owns, to
-// `memory`. Child graphs may hold allocation nodes when the parent owns them
+// Adds the memory nodes of `graph`, and of the child graphs it owns, to
+// `footprint`: allocation nodes to `all`, the addresses free nodes free to
+// `frees`. Child graphs may hold memory nodes when the parent owns them
 // (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE); conditional bodies may not.
-Reading add_graph_memory(Tenant* tenant, CUgraph graph, int depth, GraphMemory& memory) {
+Reading add_graph_memory(Tenant* tenant, CUgraph graph, int depth, Footprint& footprint,
+                         std::vector<graph_books::Allocation>& all,
+                         std::vector<CUdeviceptr>& frees) {
   auto get_nodes = real_function(real::cuGraphGetNodes);
   auto get_type = real_function(real::cuGraphNodeGetType);
   auto get_alloc = real_function(real::cuGraphMemAllocNodeGetParams);
+  auto get_free = real_function(real::cuGraphMemFreeNodeGetParams);
   auto get_child = real_function(real::cuGraphChildGraphNodeGetGraph);
-  // A driver before 11.4 has no allocation nodes to count.
-  if (!get_nodes || !get_type || !get_alloc) return Reading::kUnreadable;
+  // A driver before 11.4 has no memory nodes to count.
+  if (!get_nodes || !get_type || !get_alloc || !get_free) return Reading::kUnreadable;
   if (depth > kMaxDepth) return Reading::kUncounted;
   size_t count = 0;
   if (get_nodes(graph, nullptr, &count) != CUDA_SUCCESS) return Reading::kUnreadable;
@@ -73,58 +61,48 @@ Reading add_graph_memory(Tenant* tenant, CUgraph graph, int depth, GraphMemory& 
       CUDA_MEM_ALLOC_NODE_PARAMS params{};
       if (get_alloc(nodes[i], &params) != CUDA_SUCCESS) return Reading::kUnreadable;
       if (params.poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) continue;
-      const int device = tenant->ledger_device(params.poolProps.location.id);
-      if (device >= 0) memory.bytes[device] += params.bytesize;
+      const CUdevice ordinal = params.poolProps.location.id;
+      const int device = tenant->ledger_device(ordinal);
+      if (device < 0) continue;
+      footprint.bytes[device] += params.bytesize;
+      footprint.ordinal[device] = ordinal;
+      all.push_back({params.dptr, device, ordinal, params.bytesize});
+    } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+      CUdeviceptr ptr = 0;
+      if (get_free(nodes[i], &ptr) != CUDA_SUCCESS) return Reading::kUnreadable;
+      frees.push_back(ptr);
     } else if (type == CU_GRAPH_NODE_TYPE_GRAPH && get_child) {
       CUgraph child = nullptr;
       if (get_child(nodes[i], &child) != CUDA_SUCCESS) return Reading::kUnreadable;
-      if (Reading r = add_graph_memory(tenant, child, depth + 1, memory); r != Reading::kRead)
+      if (Reading r = add_graph_memory(tenant, child, depth + 1, footprint, all, frees);
+          r != Reading::kRead)
         return r;
     }
   }
   return Reading::kRead;
 }
 
-bool reserve_all(Tenant* tenant, const GraphMemory& memory) {
-  for (int d = 0; d < static_cast<int>(shm::kMaxDevices); ++d) {
-    if (!memory.bytes[d] || tenant->reserve(d, memory.bytes[d])) continue;
-    for (int back = 0; back < d; ++back)
-      if (memory.bytes[back]) tenant->release(back, memory.bytes[back]);
-    return false;
-  }
-  return true;
-}
-
-void release_all(Tenant* tenant, const GraphMemory& memory) {
-  for (int d = 0; d < static_cast<int>(shm::kMaxDevices); ++d)
-    if (memory.bytes[d]) tenant->release(d, memory.bytes[d]);
-}
-
-// What each executable graph was charged. Instantiation is rare and slow
-// next to a launch: one lock is enough.
-std::mutex charges_mu;
-std::unordered_map<CUgraphExec, GraphMemory>& charges() {
-  static auto* map = new std::unordered_map<CUgraphExec, GraphMemory>();  // never destroyed
-  return *map;
-}
-
-bool remember(CUgraphExec exec, const GraphMemory& memory) {
-  std::lock_guard<std::mutex> guard(charges_mu);
+// The footprint of `graph`: which of its allocations a launch leaves
+// allocated, and which of its frees are of other graphs' allocations.
+Reading read_footprint(Tenant* tenant, CUgraph graph, Footprint& footprint) {
   try {
-    charges()[exec] = memory;
+    std::vector<graph_books::Allocation> all;
+    std::vector<CUdeviceptr> frees;
+    if (Reading r = add_graph_memory(tenant, graph, 0, footprint, all, frees); r != Reading::kRead)
+      return r;
+    std::sort(frees.begin(), frees.end());
+    for (const graph_books::Allocation& a : all)
+      if (!std::binary_search(frees.begin(), frees.end(), a.ptr)) footprint.unfreed.push_back(a);
+    std::vector<CUdeviceptr> own;
+    for (const graph_books::Allocation& a : all)
+      own.push_back(a.ptr);
+    std::sort(own.begin(), own.end());
+    for (CUdeviceptr ptr : frees)
+      if (!std::binary_search(own.begin(), own.end(), ptr)) footprint.frees.push_back(ptr);
   } catch (...) {
-    return false;  // out of host memory: the caller undoes the instantiation
+    return Reading::kUncounted;  // out of host memory
   }
-  return true;
-}
-
-bool forget(CUgraphExec exec, GraphMemory* memory) {
-  std::lock_guard<std::mutex> guard(charges_mu);
-  auto it = charges().find(exec);
-  if (it == charges().end()) return false;
-  *memory = it->second;
-  charges().erase(it);
-  return true;
+  return Reading::kRead;
 }
 
 // Instantiates `graph` into `*exec` with `instantiate()`, charging its graph
@@ -135,8 +113,8 @@ CUresult instantiate_charged(CUgraphExec* exec, CUgraph graph, Instantiate&& ins
   Tenant* tenant = Tenant::limited();
   if (!tenant && Tenant::refused()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!tenant || !exec) return instantiate();
-  GraphMemory memory;
-  switch (add_graph_memory(tenant, graph, 0, memory)) {
+  Footprint footprint;
+  switch (read_footprint(tenant, graph, footprint)) {
     case Reading::kRead:
       break;
     case Reading::kUnreadable:
@@ -145,22 +123,22 @@ CUresult instantiate_charged(CUgraphExec* exec, CUgraph graph, Instantiate&& ins
       refused();
       return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  if (memory.empty()) return instantiate();
-  if (!reserve_all(tenant, memory)) {
+  if (footprint.empty()) return instantiate();
+  if (!graph_books::charge(tenant, footprint)) {
     refused();
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   const CUgraphExec previous = *exec;
   const CUresult result = instantiate();
   if (result != CUDA_SUCCESS) {
-    release_all(tenant, memory);
+    graph_books::uncharge(tenant, footprint);
     return result;
   }
-  if (!remember(*exec, memory)) {
+  if (!graph_books::record(*exec, footprint)) {
     // Out of host memory for the books: undo rather than let it escape the cap.
     if (auto destroy = real_function(real::cuGraphExecDestroy)) destroy(*exec);
     *exec = previous;
-    release_all(tenant, memory);
+    graph_books::uncharge(tenant, footprint);
     refused();
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -226,12 +204,15 @@ GPULIMIT_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   auto real = real_function(real::cuGraphExecDestroy);
   if (!real) return CUDA_ERROR_NOT_FOUND;
   Tenant* tenant = Tenant::limited();
-  GraphMemory memory;
-  if (!tenant || !forget(exec, &memory)) return real(exec);
-  const CUresult result = real(exec);
-  if (result == CUDA_SUCCESS)
-    release_all(tenant, memory);
-  else
-    remember(exec, memory);  // still instantiated
+  if (!tenant) return real(exec);
+  return graph_books::destroy(tenant, exec, [&] { return real(exec); });
+}
+
+GPULIMIT_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
+  auto real = real_function(real::cuDeviceGraphMemTrim);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  const CUresult result = real(device);
+  if (Tenant* tenant = Tenant::limited(); tenant && result == CUDA_SUCCESS)
+    graph_books::trimmed(tenant, device);
   return result;
 }

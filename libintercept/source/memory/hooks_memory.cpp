@@ -8,6 +8,7 @@
 // What counts: the bytes the caller asked for (for pitched memory, pitch ×
 // height as the driver chose it). Devices without a cap are not counted.
 #include "memory/accounting.h"
+#include "memory/graph_books.h"
 #include "memory/pool_books.h"
 
 namespace {
@@ -26,13 +27,15 @@ CUresult charged(uint64_t bytes, Allocate&& allocate) {
                                   std::forward<Allocate>(allocate), free_now);
 }
 
-// cuMemFree also frees stream-ordered memory (synchronising first): its
-// pool's books settle it then.
+// cuMemFree also frees stream-ordered memory (synchronising first), whose
+// pool's books settle it then, and graph allocations, whose books learn it.
 template <typename Free>
 CUresult uncharged(CUdeviceptr ptr, Free&& free) {
   if (Tenant::limited() && gpulimit::pool_books::owns(ptr))
     return gpulimit::pool_books::free(ptr, std::forward<Free>(free));
-  return gpulimit::uncharged<false>(ptr, std::forward<Free>(free));
+  const CUresult result = gpulimit::uncharged<false>(ptr, std::forward<Free>(free));
+  if (result == CUDA_SUCCESS) gpulimit::graph_books::freed(ptr);
+  return result;
 }
 
 }  // namespace

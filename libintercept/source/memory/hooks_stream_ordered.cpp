@@ -8,6 +8,7 @@
 // pass here uncounted: they become allocation nodes of the captured graph,
 // charged when it is instantiated (hooks_graphs.cpp).
 #include "memory/accounting.h"
+#include "memory/graph_books.h"
 #include "memory/pool_books.h"
 
 namespace {
@@ -102,12 +103,18 @@ CUresult allocate_async(const StreamCalls& calls, CUdeviceptr* dptr, size_t byte
       undo);
 }
 
+// Freeing a graph allocation outside a graph tells the graph books; freeing
+// one on a capturing stream only adds a free node to the captured graph.
 template <typename Real>
-CUresult free_async(Real real, CUdeviceptr dptr, CUstream stream) {
+CUresult free_async(const StreamCalls& calls, Real real, CUdeviceptr dptr, CUstream stream) {
   if (!real) return CUDA_ERROR_NOT_FOUND;
   if (Tenant::limited() && gpulimit::pool_books::owns(dptr))
     return gpulimit::pool_books::free(dptr, [&] { return real(dptr, stream); });
-  return gpulimit::uncharged<false>(dptr, [&] { return real(dptr, stream); });
+  const CUresult result = gpulimit::uncharged<false>(dptr, [&] { return real(dptr, stream); });
+  if (result == CUDA_SUCCESS && gpulimit::graph_books::tracks_allocations() &&
+      !capturing(stream, calls))
+    gpulimit::graph_books::freed(dptr);
+  return result;
 }
 
 }  // namespace
@@ -147,11 +154,11 @@ GPULIMIT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t 
 }
 
 GPULIMIT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-  return free_async(real_function(real::cuMemFreeAsync), dptr, stream);
+  return free_async(kLegacy, real_function(real::cuMemFreeAsync), dptr, stream);
 }
 
 GPULIMIT_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
-  return free_async(real_function(real::cuMemFreeAsync_ptsz), dptr, stream);
+  return free_async(kPerThread, real_function(real::cuMemFreeAsync_ptsz), dptr, stream);
 }
 
 GPULIMIT_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {

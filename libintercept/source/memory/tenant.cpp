@@ -27,6 +27,7 @@
 #include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
 #include "lookup/real_driver.h"
+#include "memory/graph_books.h"
 #include "memory/pool_books.h"
 
 extern char** environ;
@@ -301,6 +302,7 @@ bool Tenant::reserve(int device, uint64_t bytes) {
   // Pools may have given memory back at a synchronisation since their
   // reserve was last read: read it again before refusing.
   pool_books::reclaim();
+  graph_books::reclaim();
   return attachment->ledger->reserve(device, bytes);
 }
 
@@ -357,6 +359,7 @@ bool Tenant::view(CUdevice ordinal, uint64_t* cap, uint64_t* used) {
   if (device < 0) return false;
   attachment->ledger->reap();  // what exited processes held is not in use
   pool_books::reclaim();       // nor what this process's pools gave back
+  graph_books::reclaim();
   *cap = attachment->ledger->cap(device);
   *used = attachment->ledger->used(device);
   return true;

@@ -88,6 +88,18 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
                  "devices they may use; reread on SIGHUP (default in system mode: "
                  "/etc/gpulimit/policy.toml if it exists; per-user mode: none)")
       ->type_name("PATH");
+  std::string usage_db;
+  int64_t usage_interval_ms = kDefaultUsageIntervalNs / kNsPerMs;
+  app.add_option("--usage-db", usage_db,
+                 "Record each tenant's use (user, groups, command, GPU time, memory over time, "
+                 "refusals) in this SQLite database, which `gpulimit usage` reads; created if "
+                 "missing. One that cannot be written stops the server from starting (default: "
+                 "none; the systemd unit names /var/lib/gpulimit/usage.db)")
+      ->type_name("PATH");
+  app.add_option("--usage-interval-ms", usage_interval_ms,
+                 "How often tenants are sampled into the usage database (default 10000)")
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{100}, kMaxTimeoutMs));
   std::string watch = "auto";
   std::string unmanaged = "warn";
   int64_t cross_check_ms = kDefaultCrossCheckIntervalNs / kNsPerMs;
@@ -161,6 +173,12 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
                        : system        ? std::string(kSystemPolicyPath)
                                        : std::string();
   server.policy_optional = policy.empty();
+  if (!usage_db.empty() && usage_db.front() != '/') {
+    std::error_code ignored;
+    usage_db = std::filesystem::absolute(usage_db, ignored).string();
+  }
+  server.usage_database = usage_db;
+  server.usage_interval_ns = usage_interval_ms * kNsPerMs;
   server.watcher.mode = *parse_watch_mode(watch);
   server.watcher.unmanaged_default = *parse_unmanaged_action(unmanaged);
   server.watcher.cross_check_interval_ns = cross_check_ms * kNsPerMs;

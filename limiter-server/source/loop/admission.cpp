@@ -157,6 +157,13 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
 
 void Server::leave_tenant(ConnectionId id, Connection& connection) {
   const TimeNs now = EventLoop::now();
+  // A tenant's last process leaving takes its figures along: sampled first.
+  if (usage_) {
+    const ProcessRecord* process = registry_.process(id);
+    const TenantRecord* tenant = process ? registry_.tenant(process->tenant) : nullptr;
+    if (tenant && tenant->processes.size() == 1)
+      usage_->observe(status_snapshot(now).report, now, wall_clock_ns());
+  }
   std::optional<LeaveOutcome> left = registry_.leave(id);
   if (!left) return;
   watchers_->tenant_left(connection.peer.pid);
@@ -174,6 +181,10 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
     asked_shares_.erase(tenant);
     spdlog::info("tenant {} (#{}) left: its last process, pid {}, is gone", left->tenant_id, tenant,
                  connection.peer.pid);
+    if (usage_) {
+      usage_->ended(tenant, usage::kEndedLeft, wall_clock_ns());
+      save_usage();
+    }
   } else {
     for (const DeviceIndex device : left->process.devices) {
       if (scheduler_.holder(device) != tenant || scheduler_.revoked(device)) continue;

@@ -22,6 +22,7 @@
 #include "gpulimit/server/metrics/metrics_exposition.h"
 #include "gpulimit/server/policy/limits_policy.h"
 #include "gpulimit/server/policy/policy_file.h"
+#include "gpulimit/server/policy/user_accounts.h"
 #include "gpulimit/shm/ledger_inspection.h"
 
 namespace gpulimit::server {
@@ -67,6 +68,25 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   Result<LoadedPolicy> policy =
       load_server_policy(config.policy_path, config.policy_optional, system_lookups());
   if (!policy) return fail(policy.error());
+  // So is a usage database that cannot be written: left as it was.
+  std::unique_ptr<UsageRecorder> usage;
+  if (!config.usage_database.empty()) {
+    std::string error;
+    std::unique_ptr<usage::UsageDatabase> database =
+        usage::UsageDatabase::open_for_writing(config.usage_database, error);
+    if (!database) return fail(error);
+    const int64_t run = wall_clock_ns();
+    const int lost = database->close_unfinished(run, error);
+    if (lost < 0) return fail(error);
+    if (lost > 0)
+      spdlog::warn("usage: {} tenant(s) of an earlier run were still open in {}: closed as lost",
+                   lost, config.usage_database);
+    spdlog::info("usage recorded in {} every {} ms", config.usage_database,
+                 config.usage_interval_ns / kNsPerMs);
+    usage = std::make_unique<UsageRecorder>(std::move(database), run, [](uint32_t uid) {
+      return group_names(static_cast<uid_t>(uid));
+    });
+  }
   Result<std::unique_ptr<EventLoop>> loop = EventLoop::create();
   if (!loop) return fail(loop.error());
   Result<std::unique_ptr<DeadlineTimer>> timer = DeadlineTimer::create();
@@ -92,6 +112,7 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
   spdlog::info("each user may hold {} connections (descriptor limit {})", server->per_uid_.limit(),
                descriptor_limit);
   server->spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  server->usage_ = std::move(usage);
   server->gpus_ = std::move(gpus);
   if (server->gpus_.known() || config.mode == ServerMode::kUser) {
     spdlog::info("{}", server->gpus_.describe(config.mode));
@@ -318,6 +339,12 @@ void Server::shut_down() {
   // Every token to 0 and its waiters woken; the connections' close tells
   // each client the server is gone.
   board_->clear_all();
+  if (usage_) {
+    const TimeNs now = EventLoop::now();
+    usage_->observe(status_snapshot(now).report, now, wall_clock_ns());
+    usage_->end_all(usage::kEndedStopped, wall_clock_ns());
+    save_usage();
+  }
   // Scrapes end with the server: its threads are joined here.
   if (metrics_) {
     loop_->unwatch(metrics_watch_);
@@ -722,6 +749,10 @@ void Server::after_events() {
     accepting_paused_ = false;
     loop_->change(listener_watch_, kReadable);
   }
+  if (usage_ && now >= next_usage_at_) {
+    record_usage(now);
+    next_usage_at_ = now + config_.usage_interval_ns;
+  }
   // Scheduler changes may come from closes above.
   apply_token_changes(now);
 
@@ -752,7 +783,24 @@ std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
   if (!hello_deadlines_.empty()) consider(hello_deadlines_.front().first);
   if (accepting_paused_) consider(accepting_resumes_at_);
   if (idle_since_) consider(*idle_since_ + config_.idle_exit_ns);
+  if (usage_) consider(next_usage_at_);
   return earliest;
+}
+
+void Server::record_usage(TimeNs now) {
+  usage_->observe(status_snapshot(now).report, now, wall_clock_ns());
+  save_usage();
+}
+
+void Server::save_usage() {
+  std::string error;
+  if (usage_->save(error)) {
+    if (usage_failing_) spdlog::info("usage: {} written again", usage_->path());
+    usage_failing_ = false;
+  } else if (!usage_failing_) {
+    spdlog::error("usage: {} (kept in memory, tried again at the next sample)", error);
+    usage_failing_ = true;
+  }
 }
 
 StatusSnapshot Server::status_snapshot(TimeNs now) const {
@@ -824,6 +872,9 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
     }
     status.tenants.push_back(std::move(entry));
   }
+  if (usage_)
+    for (const auto& [user, totals] : usage_->user_totals())
+      snapshot.usage[user] = {totals.gpu_seconds, totals.gib_hours};
   return snapshot;
 }
 

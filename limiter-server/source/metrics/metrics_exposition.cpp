@@ -43,6 +43,12 @@ constexpr std::array kFamilies = {
            "The tenant's target share of the device under the current demand"},
     Family{"gpulimit_share_achieved", "gauge",
            "The tenant's share of the device's time over the last 10 s"},
+    Family{"gpulimit_user_gpu_seconds_total", "counter",
+           "Time the user's tenants, running and ended, held a device's token since gpulimitd "
+           "started (with --usage-db)"},
+    Family{"gpulimit_user_memory_gib_hours_total", "counter",
+           "Device memory the user's tenants, running and ended, held over time since gpulimitd "
+           "started, sampled every --usage-interval-ms (with --usage-db)"},
 };
 
 using Labels = std::vector<std::pair<const char*, std::string>>;
@@ -241,6 +247,14 @@ std::string render_metrics(const StatusSnapshot& snapshot, std::string_view vers
                     [](const TenantDevice& d) { return Figure(format_number(d.share_target)); });
   per_tenant_device(out, all, "gpulimit_share_achieved",
                     [](const TenantDevice& d) { return Figure(format_number(d.share_achieved)); });
+  out.family("gpulimit_user_gpu_seconds_total");
+  for (const auto& [user, used] : snapshot.usage)
+    out.sample("gpulimit_user_gpu_seconds_total", {{"user", user}},
+               format_number(used.gpu_seconds));
+  out.family("gpulimit_user_memory_gib_hours_total");
+  for (const auto& [user, used] : snapshot.usage)
+    out.sample("gpulimit_user_memory_gib_hours_total", {{"user", user}},
+               format_number(used.gib_hours));
   return out.take();
 }
 

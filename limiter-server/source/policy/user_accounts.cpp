@@ -1,7 +1,9 @@
 #include "gpulimit/server/policy/user_accounts.h"
 
+#include <grp.h>
 #include <pwd.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace gpulimit::server {
@@ -13,6 +15,36 @@ std::string user_name(uid_t uid) {
   if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
     return found->pw_name;
   return std::to_string(uid);
+}
+
+std::vector<std::string> group_names(uid_t uid) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || !found) return {};
+  std::vector<gid_t> gids(64);
+  int count = static_cast<int>(gids.size());
+  if (getgrouplist(found->pw_name, found->pw_gid, gids.data(), &count) < 0) {
+    gids.resize(static_cast<size_t>(count));
+    if (getgrouplist(found->pw_name, found->pw_gid, gids.data(), &count) < 0) return {};
+  }
+  gids.resize(static_cast<size_t>(count));
+  // The primary group first, as getgrouplist need not put it.
+  std::stable_partition(gids.begin(), gids.end(), [&](gid_t gid) { return gid == found->pw_gid; });
+  std::vector<std::string> names;
+  std::vector<char> group_buffer(16384);
+  for (const gid_t gid : gids) {
+    group group_entry{};
+    group* group_found = nullptr;
+    if (getgrgid_r(gid, &group_entry, group_buffer.data(), group_buffer.size(), &group_found) ==
+            0 &&
+        group_found)
+      names.emplace_back(group_found->gr_name);
+    else
+      names.push_back(std::to_string(gid));
+  }
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
 }
 
 }  // namespace gpulimit::server

@@ -178,6 +178,17 @@ void Executor::wait_context_idle(std::unique_lock<std::mutex>& lock, CUctx_st* c
   });
 }
 
+void Executor::wait_device_idle(std::unique_lock<std::mutex>& lock, int ordinal) {
+  Driver& d = Driver::get();
+  d.progress.wait(lock, [&] {
+    for (CUctx_st* ctx : d.contexts)
+      if (ordinal < 0 || ctx->ordinal == ordinal)
+        for (CUstream_st* s : ctx->streams)
+          if (!s->queue.empty()) return false;
+    return true;
+  });
+}
+
 void Executor::wait_event(std::unique_lock<std::mutex>& lock, CUevent_st* event,
                           uint64_t generation) {
   auto done = [&] { return completed_generation(event) >= generation; };

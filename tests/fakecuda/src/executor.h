@@ -22,6 +22,9 @@ class Executor {
   // Caller holds `lock` on Driver::mu.
   void wait_stream_idle(std::unique_lock<std::mutex>& lock, CUstream_st* stream);
   void wait_context_idle(std::unique_lock<std::mutex>& lock, CUctx_st* ctx);
+  // Until every stream of every context on device `ordinal` (every device
+  // for -1) is idle.
+  void wait_device_idle(std::unique_lock<std::mutex>& lock, int ordinal);
   void wait_event(std::unique_lock<std::mutex>& lock, CUevent_st* event, uint64_t generation);
 
  private:

@@ -565,6 +565,10 @@ CUresult capture_mem_free_locked(CUstream_st* stream, CUdeviceptr ptr) {
   return CUDA_SUCCESS;
 }
 
+bool graph_address_locked(CUdeviceptr ptr) {
+  return graph_addresses().count(ptr) != 0;
+}
+
 void return_to_graph_pool_locked(const Allocation& a) {
   GraphPool& pool = graph_pools()[static_cast<size_t>(a.ordinal)];
   pool.used -= a.size;
@@ -1048,6 +1052,17 @@ FAKECUDA_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node,
   params_out->poolProps.location.id = node->ordinal;
   params_out->bytesize = node->bytes;
   params_out->dptr = node->dptr;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr* dptr_out) {
+  FAKECUDA_REQUIRE_INIT();
+  FAKECUDA_REQUIRE(dptr_out, CUDA_ERROR_INVALID_VALUE);
+  Driver& d = Driver::get();
+  std::lock_guard<std::mutex> guard(d.mu);
+  FAKECUDA_REQUIRE(d.is_live(node, kGraphNodeMagic) && node->type == CU_GRAPH_NODE_TYPE_MEM_FREE,
+                   CUDA_ERROR_INVALID_VALUE);
+  *dptr_out = node->dptr;
   return CUDA_SUCCESS;
 }
 

@@ -39,4 +39,8 @@ void invalidate_capture_locked(CUstream_st* stream);
 CUresult capture_mem_alloc_locked(CUstream_st* stream, size_t bytes, CUdeviceptr* out);
 CUresult capture_mem_free_locked(CUstream_st* stream, CUdeviceptr ptr);
 
+// True when `ptr` is the address of an allocation node: allocated by the
+// launches of its graph, whether or not one has run.
+bool graph_address_locked(CUdeviceptr ptr);
+
 }  // namespace fakecuda

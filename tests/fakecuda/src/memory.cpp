@@ -63,13 +63,24 @@ CUresult free_device(uintptr_t ptr) {
   std::unique_lock<std::mutex> lock(d.mu);
   if (CUresult r = capture_forbids_unsafe_call_locked(); r != CUDA_SUCCESS) return r;
   auto it = d.allocations.find(ptr);
+  if (it == d.allocations.end() && graph_address_locked(ptr)) {
+    // A graph allocation whose launch is queued and has not reached its
+    // allocation node: cuMemFree synchronises first.
+    d.executor().wait_device_idle(lock, -1);
+    it = d.allocations.find(ptr);
+  }
   FAKECUDA_REQUIRE(it != d.allocations.end(), CUDA_ERROR_INVALID_VALUE);
   const AllocationKind kind = it->second.kind;
   FAKECUDA_REQUIRE(kind != AllocationKind::kHost && kind != AllocationKind::kMapped &&
                        kind != AllocationKind::kIpc && kind != AllocationKind::kModule,
                    CUDA_ERROR_INVALID_VALUE);
-  // cuMemFree synchronises: work still queued may use the memory.
-  d.executor().wait_context_idle(lock, it->second.ctx);
+  // cuMemFree synchronises: work still queued may use the memory. Graph
+  // memory belongs to its device's graph pool, not to a context: every
+  // context on the device is waited for.
+  if (CUctx_st* ctx = it->second.ctx)
+    d.executor().wait_context_idle(lock, ctx);
+  else
+    d.executor().wait_device_idle(lock, it->second.ordinal);
   it = d.allocations.find(ptr);
   FAKECUDA_REQUIRE(it != d.allocations.end(), CUDA_ERROR_INVALID_VALUE);
   release_allocation_locked(it->second);

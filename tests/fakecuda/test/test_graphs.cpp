@@ -256,6 +256,26 @@ TEST_F(Graphs, RelaunchingWithItsAllocationOutstandingIsRefused) {
   ASSERT_CU(cuGraphDestroy(graph));
 }
 
+// cuMemFree frees a graph allocation too, once the work queued on its device
+// is done (it synchronises); the memory goes back to the graph pool.
+TEST_F(Graphs, MemFreeFreesWhatALaunchLeftAfterTheQueuedWork) {
+  CUdeviceptr dptr = 0;
+  CUgraph graph = graph_leaving_an_allocation(&dptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(spin(stream_, 50 * kMs));
+  ASSERT_CU(cuMemFree_v2(dptr));
+  EXPECT_EQ(cuStreamQuery(stream_), CUDA_SUCCESS) << "the queued work ran first";
+  EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0u);
+  EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 4 * kMiB) << "kept by the pool";
+  EXPECT_EQ(cuMemFree_v2(dptr), CUDA_ERROR_INVALID_VALUE) << "freed once";
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(graph_memory(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0u);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(graph));
+}
+
 // With CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH each launch frees what
 // the previous one left, as cuMemFreeAsync would: the memory is used again,
 // not allocated anew.

@@ -1,14 +1,18 @@
 // Run with libgpulimit.so preloaded on the simulated driver, as a tenant
 // capped at 1 GiB on each of two devices whose contexts take no memory: a
 // graph's allocation nodes are charged when it is instantiated, through every
-// instantiation variant, per device, and given back when the executable graph
-// is destroyed; a graph over the cap is refused with nothing created.
+// instantiation variant, per device; a graph over the cap is refused with
+// nothing created. After the executable graph is destroyed what its launches
+// left allocated stays charged until it is freed, and the graph memory pool's
+// reserve until it is trimmed: what the device really holds (device_truth.h)
+// never exceeds the cap.
 #include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "device_truth.h"
 #include "preloaded_main.h"
 
 namespace {
@@ -104,6 +108,43 @@ class GraphMemory : public testing::Test {
   }
   CUgraph graph_allocating(size_t bytes) { return graph_allocating({{0, bytes}}); }
 
+  // A graph that allocates `bytes` on device 0 and leaves it allocated;
+  // `*ptr` receives the allocation's address.
+  CUgraph graph_leaving(size_t bytes, CUdeviceptr* ptr) {
+    CUgraph graph = nullptr;
+    EXPECT_EQ(cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+    graphs_.push_back(graph);
+    CUDA_MEM_ALLOC_NODE_PARAMS params{};
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = 0;
+    params.bytesize = bytes;
+    CUgraphNode alloc = nullptr;
+    EXPECT_EQ(cuGraphAddMemAllocNode(&alloc, graph, nullptr, 0, &params), CUDA_SUCCESS);
+    *ptr = params.dptr;
+    return graph;
+  }
+
+  // A graph that only frees `ptr`, another graph's allocation.
+  CUgraph graph_freeing(CUdeviceptr ptr) {
+    CUgraph graph = nullptr;
+    EXPECT_EQ(cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+    graphs_.push_back(graph);
+    CUgraphNode free = nullptr;
+    EXPECT_EQ(cuGraphAddMemFreeNode(&free, graph, nullptr, 0, ptr), CUDA_SUCCESS);
+    return graph;
+  }
+
+  // Instantiates `graph`, launches it once and waits for it.
+  CUresult run(CUgraph graph, CUgraphExec* exec, unsigned long long flags = 0) {
+    if (CUresult r = cuGraphInstantiateWithFlags(exec, graph, flags); r != CUDA_SUCCESS) return r;
+    if (CUresult r = cuGraphLaunch(*exec, stream_); r != CUDA_SUCCESS) return r;
+    return cuStreamSynchronize(stream_);
+  }
+
+  // What device 0 really holds: not what the hooks believe.
+  static uint64_t held_on_device() { return intercept_test::device_used(0); }
+
   CUcontext contexts_[2] = {};
   CUstream stream_ = nullptr;
   std::vector<CUgraph> graphs_;
@@ -111,7 +152,7 @@ class GraphMemory : public testing::Test {
 
 class GraphInstantiation : public GraphMemory, public testing::WithParamInterface<Variant> {};
 
-TEST_P(GraphInstantiation, ChargesTheAllocationNodesUntilTheExecutableGraphIsDestroyed) {
+TEST_P(GraphInstantiation, ChargesTheAllocationNodesThenWhatThePoolKeepsUntilTrimmed) {
   const size_t before = free_on(0);
   ASSERT_EQ(before, kGiB);
   CUgraph graph = graph_allocating({{0, 192 * kMiB}, {0, 64 * kMiB}});
@@ -125,8 +166,9 @@ TEST_P(GraphInstantiation, ChargesTheAllocationNodesUntilTheExecutableGraphIsDes
   EXPECT_EQ(free_on(0), before - 256 * kMiB) << "launching adds nothing";
 
   ASSERT_CU(cuGraphExecDestroy(exec));
-  EXPECT_EQ(free_on(0), before);
+  EXPECT_EQ(free_on(0), before - 256 * kMiB) << "the pool keeps what it backed";
   ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), before) << "until it is trimmed";
 }
 
 TEST_P(GraphInstantiation, OverTheCapIsOutOfMemoryAndChangesNothing) {
@@ -181,6 +223,8 @@ TEST_F(GraphMemory, CapturedStreamOrderedAllocationsAreChargedAtInstantiation) {
   ASSERT_CU(cuGraphLaunch(exec, stream_));
   ASSERT_CU(cuStreamSynchronize(stream_));
   ASSERT_CU(cuGraphExecDestroy(exec));
+  EXPECT_EQ(free_on(0), before - 192 * kMiB) << "the pool keeps what it backed";
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
   EXPECT_EQ(free_on(0), before);
 }
 
@@ -237,6 +281,7 @@ TEST_F(GraphMemory, ChildGraphsItOwnsAreCountedAtEveryDepth) {
   ASSERT_CU(cuGraphLaunch(exec, stream_));
   ASSERT_CU(cuStreamSynchronize(stream_));
   ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
   EXPECT_EQ(free_on(0), kGiB);
 }
 
@@ -250,6 +295,153 @@ TEST_F(GraphMemory, AGraphWithoutAllocationNodesTakesNothing) {
   ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
   EXPECT_EQ(free_on(0), kGiB);
   ASSERT_CU(cuGraphExecDestroy(exec));
+}
+
+// The escape: a graph that does not free what it allocates, instantiated,
+// launched and destroyed again and again, each cycle leaving its allocation
+// alive. Only four cycles of 256 MiB fit under 1 GiB.
+TEST_F(GraphMemory, CyclesThatLeaveAllocationsAliveCannotHoldMoreThanTheCap) {
+  int cycles = 0;
+  for (int i = 0; i < 8; ++i) {
+    CUdeviceptr ptr = 0;
+    CUgraph graph = graph_leaving(256 * kMiB, &ptr);
+    CUgraphExec exec = nullptr;
+    const CUresult result = run(graph, &exec);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) break;
+    ASSERT_CU(result);
+    ASSERT_CU(cuGraphExecDestroy(exec));
+    ++cycles;
+  }
+  EXPECT_EQ(cycles, 4);
+  EXPECT_EQ(free_on(0), 0u);
+  EXPECT_LE(held_on_device(), kGiB);
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), 0u) << "trimming cannot give back what is still allocated";
+}
+
+TEST_F(GraphMemory, WhatALaunchLeftStaysChargedUntilFreedAndTrimmed) {
+  CUdeviceptr ptr = 0;
+  CUgraph graph = graph_leaving(256 * kMiB, &ptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(run(graph, &exec));
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB) << "the allocation outlives its graph";
+  EXPECT_GE(held_on_device(), 256 * kMiB);
+
+  ASSERT_CU(cuMemFree_v2(ptr));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB) << "freed into the graph pool, which keeps it";
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB);
+  EXPECT_EQ(held_on_device(), 0u);
+}
+
+TEST_F(GraphMemory, AnExecutableGraphNeverLaunchedLeavesNothing) {
+  CUdeviceptr ptr = 0;
+  CUgraph graph = graph_leaving(256 * kMiB, &ptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  EXPECT_EQ(free_on(0), kGiB);
+}
+
+TEST_F(GraphMemory, AnotherGraphsFreeNodeFreesWhatALaunchLeft) {
+  CUdeviceptr ptr = 0;
+  CUgraph leaving = graph_leaving(512 * kMiB, &ptr);
+  CUgraphExec first = nullptr;
+  ASSERT_CU(run(leaving, &first));
+  ASSERT_CU(cuGraphExecDestroy(first));
+  EXPECT_EQ(free_on(0), kGiB - 512 * kMiB);
+
+  CUgraph freeing = graph_freeing(ptr);
+  CUgraphExec second = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&second, freeing, 0));
+  EXPECT_EQ(free_on(0), kGiB - 512 * kMiB) << "a free node takes nothing";
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB - 512 * kMiB) << "not freed before the graph that frees it runs";
+  ASSERT_CU(cuGraphLaunch(second, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB);
+  ASSERT_CU(cuGraphExecDestroy(second));
+  EXPECT_EQ(held_on_device(), 0u);
+}
+
+TEST_F(GraphMemory, AFreeOnACapturingStreamFreesOnlyWhenItsGraphRuns) {
+  CUdeviceptr ptr = 0;
+  CUgraph leaving = graph_leaving(256 * kMiB, &ptr);
+  CUgraphExec first = nullptr;
+  ASSERT_CU(run(leaving, &first));
+  ASSERT_CU(cuGraphExecDestroy(first));
+
+  ASSERT_CU(cuStreamBeginCapture_v2(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU(cuMemFreeAsync(ptr, stream_));
+  CUgraph captured = nullptr;
+  ASSERT_CU(cuStreamEndCapture(stream_, &captured));
+  graphs_.push_back(captured);
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB) << "captured, not freed";
+
+  CUgraphExec second = nullptr;
+  ASSERT_CU(run(captured, &second));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB);
+  ASSERT_CU(cuGraphExecDestroy(second));
+}
+
+TEST_F(GraphMemory, AStreamOrderedFreeGivesItBackToThePool) {
+  CUdeviceptr ptr = 0;
+  CUgraph leaving = graph_leaving(256 * kMiB, &ptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(run(leaving, &exec));
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuMemFreeAsync(ptr, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB);
+}
+
+// With CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH each launch frees
+// what the last one left: one allocation alive however often it runs.
+TEST_F(GraphMemory, AutoFreeOnLaunchKeepsOneAllocationAlive) {
+  CUdeviceptr ptr = 0;
+  CUgraph graph = graph_leaving(256 * kMiB, &ptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(run(graph, &exec, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_CU(cuGraphLaunch(exec, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB);
+  EXPECT_LE(held_on_device(), 256 * kMiB);
+  ASSERT_CU(cuMemFree_v2(ptr));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB);
+}
+
+// A graph may be instantiated again once its executable graph is gone, while
+// what that one's launch left is still allocated at the same address.
+TEST_F(GraphMemory, InstantiatedAgainWhileItsAllocationLives) {
+  CUdeviceptr ptr = 0;
+  CUgraph graph = graph_leaving(256 * kMiB, &ptr);
+  CUgraphExec first = nullptr;
+  ASSERT_CU(run(graph, &first));
+  ASSERT_CU(cuGraphExecDestroy(first));
+
+  CUgraphExec second = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&second, graph, 0));
+  EXPECT_EQ(free_on(0), kGiB - 512 * kMiB) << "the live allocation and the new bound";
+  EXPECT_NE(cuGraphLaunch(second, stream_), CUDA_SUCCESS) << "its allocation is still live";
+  ASSERT_CU(cuMemFree_v2(ptr));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB);
+  ASSERT_CU(cuGraphLaunch(second, stream_));
+  ASSERT_CU(cuStreamSynchronize(stream_));
+  ASSERT_CU(cuGraphExecDestroy(second));
+  EXPECT_EQ(free_on(0), kGiB - 256 * kMiB) << "left alive by the second launch";
+  ASSERT_CU(cuMemFree_v2(ptr));
+  ASSERT_CU(cuDeviceGraphMemTrim(0));
+  EXPECT_EQ(free_on(0), kGiB);
 }
 
 }  // namespace

@@ -12,13 +12,14 @@
 //   LockPersonality          seccomp: personality() may not change it
 //   LimitNOFILE              setrlimit(RLIMIT_NOFILE)
 //   RuntimeDirectory[Mode]   the directory under /run, with its mode
+//   StateDirectory[Mode]     the directory under /var/lib, with its mode
 //
 // A [Service] setting this file does not know fails the check, so a unit
 // that gains a restriction gains its model here too. Everything happens in
-// private mount and network namespaces (a tmpfs on /run, a loopback of its
-// own), so the host's /run, its port 9401 and a system gpulimitd that may be
-// running are never touched. Needs root (namespaces, mounts); prints
-// "SKIPPED:" without it.
+// private mount and network namespaces (a tmpfs on /run and one on
+// /var/lib, a loopback of its own), so the host's /run and /var/lib, its
+// port 9401 and a system gpulimitd that may be running are never touched. Needs root (namespaces,
+// mounts); prints "SKIPPED:" without it.
 //
 //   unit_sandbox_check UNIT_FILE GPULIMITD [--set KEY=VALUE]... [--expect-refusal]
 //
@@ -117,8 +118,9 @@ Settings service_settings(const std::string& path) {
 const std::set<std::string> kNotSandboxing = {"Type",       "ExecStart",  "Restart",
                                               "RestartSec", "KillSignal", "TimeoutStopSec"};
 const std::set<std::string> kModelled = {
-    "RestrictAddressFamilies", "ProtectSystem", "ProtectKernelTunables", "ProtectControlGroups",
-    "LockPersonality",         "LimitNOFILE",   "RuntimeDirectory",      "RuntimeDirectoryMode"};
+    "RestrictAddressFamilies", "ProtectSystem",     "ProtectKernelTunables", "ProtectControlGroups",
+    "LockPersonality",         "LimitNOFILE",       "RuntimeDirectory",      "RuntimeDirectoryMode",
+    "StateDirectory",          "StateDirectoryMode"};
 
 bool enabled(const Settings& settings, const std::string& key) {
   const auto it = settings.find(key);
@@ -188,6 +190,16 @@ void enter_service_namespaces(const Settings& settings) {
                           : 0755;
     if (mkdir(dir.c_str(), mode) != 0 || chmod(dir.c_str(), mode) != 0)
       fail_errno("RuntimeDirectory " + dir);
+  }
+  if (settings.count("StateDirectory")) {
+    if (mount("tmpfs", "/var/lib", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+      fail_errno("tmpfs on /var/lib");
+    const std::string dir = "/var/lib/" + settings.at("StateDirectory");
+    const auto mode = settings.count("StateDirectoryMode")
+                          ? std::stoul(settings.at("StateDirectoryMode"), nullptr, 8)
+                          : 0755;
+    if (mkdir(dir.c_str(), mode) != 0 || chmod(dir.c_str(), mode) != 0)
+      fail_errno("StateDirectory " + dir);
   }
   if (settings.count("ProtectSystem")) {
     const std::string& value = settings.at("ProtectSystem");

@@ -193,6 +193,16 @@ TEST(MetricsExposition, NamesFollowPrometheusConventions) {
   }
 }
 
+TEST(MetricsExposition, UsersTotalsFromTheUsageDatabase) {
+  StatusSnapshot status = one_tenant();
+  status.usage["alice"] = {7200.5, 1.25};
+  status.usage["bob"] = {0, 0};
+  const std::map<std::string, std::string> samples = samples_of(render_metrics(status, "1"));
+  EXPECT_EQ(samples.at("gpulimit_user_gpu_seconds_total{user=\"alice\"}"), "7200.5");
+  EXPECT_EQ(samples.at("gpulimit_user_memory_gib_hours_total{user=\"alice\"}"), "1.25");
+  EXPECT_EQ(samples.at("gpulimit_user_gpu_seconds_total{user=\"bob\"}"), "0");
+}
+
 TEST(MetricsExposition, WithNoTenantStillDescribesEveryFamily) {
   StatusSnapshot status;
   status.report.server.mode = "user";

@@ -22,6 +22,8 @@ SYNOPSIS
              [--] COMMAND [ARGUMENT...]
     gpulimit status [--json]
     gpulimit top [--interval SECONDS] [--batch] [--iterations N]
+    gpulimit usage [--db PATH] [--since WHEN] [--by user|group|tenant]
+                   [--json|--csv]
     gpulimit preload enable|disable|status
     gpulimit --help | --version
 
@@ -37,10 +39,11 @@ DESCRIPTION
     driver and NVML report the cap as the device's total memory
     (cuMemGetInfo, cuDeviceTotalMem, nvmlDeviceGetMemoryInfo). Counted:
     linear, pitched and managed memory, stream-ordered allocations, VMM
-    physical allocations (cuMemCreate), arrays, graph memory (when a graph
-    is instantiated) and contexts. Not counted: module memory, heaps grown
-    by cuCtxSetLimit, and memory a pool keeps after its allocations are
-    freed (docs/memory-accounting.md). Memory caps need no server.
+    physical allocations (cuMemCreate), arrays, what memory pools keep,
+    graph memory (from a graph's instantiation until what it allocated is
+    freed and trimmed) and contexts. Not counted: module memory and heaps
+    grown by cuCtxSetLimit (docs/memory-accounting.md). Memory caps need no
+    server.
 
     Time-slicing. gpulimitd, a token server, lets one tenant at a time
     launch work on a device, for a quantum of some tens of milliseconds; a
@@ -108,6 +111,21 @@ COMMANDS
         terminal, else to 512. --iterations N exits after N frames;
         without it top runs until quit or interrupted.
 
+    usage [--db PATH] [--since WHEN] [--by user|group|tenant] [--json|--csv]
+        What the usage database of a gpulimitd run with --usage-db PATH
+        (default /var/lib/gpulimit/usage.db, the system server's) says was
+        used, a line per user (default), group or tenant: the tenants
+        recorded and how many still run, GPU-hours (time holding a device's
+        turn, over all devices), GiB-hours (memory its ledger counted over
+        time, sampled every --usage-interval-ms of the server), the most
+        memory one tenant held on one device, and the allocations refused
+        at a cap. A tenant counts whole in every group of its user, and in
+        any period it overlaps. --since WHEN keeps the tenants running at
+        or after WHEN: YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] in local time,
+        or an age (7d, 12h, 30m). --json prints one JSON object, --csv
+        comma-separated values with a header line. It only reads the
+        database, and needs read access to it.
+
     preload enable|disable|status
         Whether every program started on the machine preloads
         libgpulimit.so, the one gpulimit would give a job, through
@@ -155,6 +173,8 @@ EXIT STATUS
     of --batch had no server's status or the terminal went away, 2 for a
     malformed command line or GPULIMIT_SOCKET, or no terminal for the
     view.
+    gpulimit usage: 0 once shown, 1 when the database is missing,
+    unreadable or not a usage database, 2 for a malformed command line.
 
 ENVIRONMENT
     gpulimit sets these for COMMAND, and libgpulimit.so reads them in every
@@ -203,6 +223,9 @@ FILES
     /etc/ld.so.preload
         What every program preloads; gpulimit preload edits it.
 
+    /var/lib/gpulimit/usage.db
+        The system server's usage database, which gpulimit usage reads.
+
     $XDG_RUNTIME_DIR/gpulimit/, /tmp/gpulimit-<uid>/
         The user's own server: gpulimitd.sock and gpulimitd.log. The
         directory must belong to the user and be writable by nobody else.
@@ -235,6 +258,9 @@ EXAMPLES
 
     gpulimit top --batch --iterations 1
         The same as one frame of the live view, in plain text.
+
+    gpulimit usage --since 7d --by group
+        GPU-hours and GiB-hours of each group's jobs over the last week.
 )";
 
 // What a value of each kind is: the grammar of gpulimit/options/values.h.

@@ -58,13 +58,14 @@
   X(cuArrayDestroy, 2000, cuArrayDestroy, )                                            \
   X(cuMipmappedArrayCreate, 5000, cuMipmappedArrayCreate, )                            \
   X(cuMipmappedArrayDestroy, 5000, cuMipmappedArrayDestroy, )                          \
-  /* Graph memory: charged when a graph is instantiated */                             \
+  /* Graph memory: charged from instantiation until freed and trimmed */              \
   X(cuGraphInstantiate, 10000, cuGraphInstantiate, )                                   \
   X(cuGraphInstantiate, 11000, cuGraphInstantiate_v2, )                                \
   X(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags, )                 \
   X(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams, )               \
   X(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams_ptsz, _ptsz)     \
   X(cuGraphExecDestroy, 10000, cuGraphExecDestroy, )                                   \
+  X(cuDeviceGraphMemTrim, 11040, cuDeviceGraphMemTrim, )                               \
   /* Contexts: what creating one takes from the device */                              \
   X(cuCtxCreate, 2000, cuCtxCreate, )                                                  \
   X(cuCtxCreate, 3020, cuCtxCreate_v2, )                                               \
@@ -107,6 +108,8 @@
   X(cuGraphGetNodes, 10000, cuGraphGetNodes, )                                         \
   X(cuGraphNodeGetType, 10000, cuGraphNodeGetType, )                                   \
   X(cuGraphMemAllocNodeGetParams, 11040, cuGraphMemAllocNodeGetParams, )               \
+  X(cuGraphMemFreeNodeGetParams, 11040, cuGraphMemFreeNodeGetParams, )                 \
+  X(cuDeviceGetGraphMemAttribute, 11040, cuDeviceGetGraphMemAttribute, )               \
   X(cuGraphChildGraphNodeGetGraph, 10000, cuGraphChildGraphNodeGetGraph, )             \
   X(cuDeviceGetUuid, 11040, cuDeviceGetUuid_v2, )                                     \
   X(cuStreamIsCapturing, 10000, cuStreamIsCapturing, )                                 \

@@ -18,6 +18,7 @@ enum class ServerMode {
 };
 
 inline constexpr TimeNs kDefaultIdleExitNs = 30'000 * kNsPerMs;
+inline constexpr TimeNs kDefaultUsageIntervalNs = 10'000 * kNsPerMs;
 
 struct ServerConfig {
   ServerMode mode = ServerMode::kUser;
@@ -39,6 +40,10 @@ struct ServerConfig {
   // The most connections one uid may hold at once (connection_limits.h);
   // never more than a quarter of what the descriptor limit leaves room for.
   uint32_t max_connections_per_uid = kDefaultMaxConnectionsPerUid;
+  // The usage database (gpulimit/usage/usage_database.h) to record each
+  // tenant's use into; empty: none. Sampled every usage_interval_ns.
+  std::string usage_database;
+  TimeNs usage_interval_ns = kDefaultUsageIntervalNs;
   // The BPF watcher, unmanaged GPU processes, the driver cross-check.
   WatcherConfig watcher;
   // Stop on SIGTERM and SIGINT (through a signalfd); off for servers run

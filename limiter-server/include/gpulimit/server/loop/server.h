@@ -29,6 +29,7 @@
 
 #include "gpulimit/protocol/channel.h"
 #include "gpulimit/protocol/messages.h"
+#include "gpulimit/server/accounting/usage_recorder.h"
 #include "gpulimit/server/daemon/listening_socket.h"
 #include "gpulimit/server/daemon/server_config.h"
 #include "gpulimit/server/loop/connection_limits.h"
@@ -160,6 +161,9 @@ class Server {
   void after_events();
   std::optional<TimeNs> next_deadline(TimeNs now) const;
   StatusSnapshot status_snapshot(TimeNs now) const;
+  // Samples every tenant into the usage database, and saves (usage_recorder.h).
+  void record_usage(TimeNs now);
+  void save_usage();
 
   void shut_down();
 
@@ -179,6 +183,9 @@ class Server {
   HandoffTracker handoffs_;
   LedgerReaper reaper_;
   std::unique_ptr<MetricsEndpoint> metrics_;  // null: no metrics
+  std::unique_ptr<UsageRecorder> usage_;      // null: no usage database
+  TimeNs next_usage_at_ = 0;
+  bool usage_failing_ = false;  // the last save failed (logged once until one succeeds)
   EventLoop::WatchId metrics_watch_ = 0;
 
   int stop_fd_ = -1;

@@ -23,12 +23,21 @@ struct TenantOnDevice {
   friend auto operator<=>(const TenantOnDevice&, const TenantOnDevice&) = default;
 };
 
+// What one user's tenants used since the server started, running and ended
+// (usage_recorder.h).
+struct UserUsage {
+  double gpu_seconds = 0;
+  double gib_hours = 0;
+};
+
 // gpulimitd at one moment, as the status and the metrics show it.
 struct StatusSnapshot {
   protocol::status::Report report;
   // How long each tenant waited for each device's token: for the metrics
   // only, not in the JSON.
   std::map<TenantOnDevice, WaitHistogram> waits;
+  // Per user, with a usage database (--usage-db); empty without. Metrics only.
+  std::map<std::string, UserUsage> usage;
 };
 
 // The JSON text, at most `max_bytes` long: tenants are left out from the end
