@@ -63,10 +63,14 @@ constexpr const char* kRefusedCuda =
 pthread_mutex_t configure_mu = PTHREAD_MUTEX_INITIALIZER;
 
 // The memory caps the server granted in its last Welcome, by CUDA ordinal
-// (0: none). Written by the thread attaching (one at a time), read by
-// Tenant::attach on that same thread; a forked child inherits them.
-bool memory_granted = false;
-std::array<uint64_t, kMaxDevices> memory_grant{};
+// (0: none). Written by the thread attaching (one at a time): the first
+// attach, or the watcher's reattach once a server is back, while
+// Tenant::attach may read them on another thread (join_for_memory). The
+// caps are stored before the flag (release): a reader that sees the flag
+// reads for each device a cap that a Welcome to this process carried (two
+// reattaches in a row may mix them). A forked child inherits them.
+std::atomic<bool> memory_granted{false};
+std::array<std::atomic<uint64_t>, kMaxDevices> memory_grant{};
 
 // The views without a session (launch_gate.h).
 GateView open_view;
@@ -235,8 +239,8 @@ Reattach attach_now(const Config& c, bool quiet) {
       break;
   }
   for (uint32_t ordinal = 0; ordinal < hello.device_count; ++ordinal)
-    memory_grant[ordinal] = joined.welcome.memory_cap[ordinal];
-  memory_granted = true;
+    memory_grant[ordinal].store(joined.welcome.memory_cap[ordinal], std::memory_order_relaxed);
+  memory_granted.store(true, std::memory_order_release);
   // What the policy lowered, said once: by the job's first process (the
   // server sends it to the tenant's first only), not again on a reattach.
   if (!quiet && joined.welcome.notice[0] != '\0') {
@@ -383,9 +387,11 @@ bool refused_under_enforcement() noexcept {
 
 bool join_for_memory(const options::Limits& limits, uint64_t* caps, int count) noexcept {
   if (!config.load(std::memory_order_acquire)) configure_and_attach(limits);
-  if (!memory_granted) return false;
+  if (!memory_granted.load(std::memory_order_acquire)) return false;
   for (int ordinal = 0; ordinal < count; ++ordinal)
-    caps[ordinal] = ordinal < kMaxDevices ? memory_grant[static_cast<size_t>(ordinal)] : 0;
+    caps[ordinal] = ordinal < kMaxDevices
+                        ? memory_grant[static_cast<size_t>(ordinal)].load(std::memory_order_relaxed)
+                        : 0;
   return true;
 }
 

@@ -108,6 +108,26 @@ void* next_answer(Definition mine, const link_map* caller, bool versioned) {
   return mine.address;
 }
 
+#if defined(GPULIMIT_THREAD_SANITIZER)
+extern "C" void __tsan_init();
+
+// Whether `return_address` is in ThreadSanitizer's runtime, which looks up
+// the functions it intercepts while it sets itself up: those lookups are
+// handed on unchanged (the runtime wants what comes after it, as RTLD_NEXT
+// from it finds), before anything here calls what the runtime intercepts
+// (strcmp; a function-local static's guard). find_next, called first,
+// calls neither.
+bool asked_by_the_sanitizer(const void* return_address) {
+  const link_map* runtime =
+      gpulimit::loader::object_at(reinterpret_cast<const void*>(&__tsan_init));
+  return runtime && gpulimit::loader::object_at(return_address) == runtime;
+}
+#else
+bool asked_by_the_sanitizer(const void*) {
+  return false;
+}
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -115,7 +135,9 @@ extern "C" {
 // nullptr: hand the call to the next dlsym, unchanged.
 __attribute__((visibility("hidden"))) void* gpulimit_dlsym_answer(void* handle, const char* name,
                                                                   const void* return_address) {
-  if (!gpulimit::loader::find_next() || handle == RTLD_DEFAULT) return nullptr;
+  if (!gpulimit::loader::find_next() || handle == RTLD_DEFAULT ||
+      asked_by_the_sanitizer(return_address))
+    return nullptr;
   const Definition mine = ours(name);
   if (mine.kind == Kind::kNone) return nullptr;
   const link_map* caller = gpulimit::loader::object_at(return_address);
@@ -130,7 +152,7 @@ __attribute__((visibility("hidden"))) void* gpulimit_dlsym_answer(void* handle, 
 __attribute__((visibility("hidden"))) void* gpulimit_dlvsym_answer(void* handle, const char* name,
                                                                    const char* version,
                                                                    const void* return_address) {
-  if (!gpulimit::loader::find_next()) return nullptr;
+  if (!gpulimit::loader::find_next() || asked_by_the_sanitizer(return_address)) return nullptr;
   const Definition mine = ours(name);
   if (mine.kind == Kind::kNone) return nullptr;
   const link_map* caller = gpulimit::loader::object_at(return_address);

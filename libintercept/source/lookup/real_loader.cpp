@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 
 extern "C" {
 __attribute__((visibility("hidden"))) void* (*gpulimit_next_dlsym)(void*, const char*) = nullptr;
@@ -25,6 +24,15 @@ namespace gpulimit::loader {
 namespace {
 
 std::atomic<bool> found{false};
+
+// strcmp's answer to "equal?", without strcmp: find_next runs before
+// ThreadSanitizer's runtime has found the strcmp it intercepts (see
+// dlsym_override.cpp), and a call to it would crash.
+bool same_name(const char* a, const char* b) {
+  while (*a && *a == *b)
+    ++a, ++b;
+  return *a == *b;
+}
 
 uint32_t gnu_hash(const char* name) {
   uint32_t h = 5381;
@@ -66,7 +74,7 @@ void* definition_in(const link_map* object, const char* name) {
     const uint32_t link = chain[i - first_hashed];
     const ElfW(Sym)& symbol = symbols[i];
     if ((link | 1) == (h | 1) && symbol.st_shndx != SHN_UNDEF && symbol.st_value != 0 &&
-        std::strcmp(strings + symbol.st_name, name) == 0) {
+        same_name(strings + symbol.st_name, name)) {
       void* address = reinterpret_cast<void*>(object->l_addr + symbol.st_value);
       if (!versions || (versions[i] & 0x8000) == 0) return address;
       if (!hidden_version) hidden_version = address;
@@ -92,14 +100,19 @@ const link_map* this_library() {
 }
 
 const link_map* dl_library() {
+  // Kept in an atomic, not a function-local static, whose guard
+  // ThreadSanitizer intercepts: this runs before its runtime is set up.
+  static constinit std::atomic<const link_map*> library{nullptr};
+  if (const link_map* known = library.load(std::memory_order_acquire)) return known;
   // dlerror lives beside dlsym (libc or libdl) and gpulimit does not
   // define it.
-  static const link_map* library = [] {
-    const link_map* at_dlerror = object_at(reinterpret_cast<const void*>(&dlerror));
-    if (definition_in(at_dlerror, "dlsym")) return at_dlerror;
-    return object_at(reinterpret_cast<const void*>(&gnu_get_libc_version));
-  }();
-  return library;
+  const link_map* at_dlerror = object_at(reinterpret_cast<const void*>(&dlerror));
+  const link_map* found_library =
+      definition_in(at_dlerror, "dlsym")
+          ? at_dlerror
+          : object_at(reinterpret_cast<const void*>(&gnu_get_libc_version));
+  library.store(found_library, std::memory_order_release);
+  return found_library;
 }
 
 bool find_next() {

@@ -167,8 +167,7 @@ void release_context_locked(CUctx_st* ctx) {
   d.shared().context_destroyed(ctx->physical);
   d.contexts.erase(std::remove(d.contexts.begin(), d.contexts.end(), ctx), d.contexts.end());
   d.live.erase(ctx);
-  auto& stack = context_stack();
-  stack.erase(std::remove(stack.begin(), stack.end(), ctx), stack.end());
+  context_stack().remove(ctx);
   if (ctx->primary) {
     // The object stays for the next retain, which waits for this moment.
     ctx->streams.clear();
@@ -219,7 +218,10 @@ static CUresult ctx_create(CUcontext* pctx, unsigned flags, CUdevice dev) {
   std::lock_guard<std::mutex> guard(d.mu);
   CUctx_st* ctx = nullptr;
   if (CUresult r = create_context_locked(dev, flags, false, &ctx); r != CUDA_SUCCESS) return r;
-  context_stack().push_back(ctx);
+  if (!context_stack().push(ctx)) {
+    release_context_locked(ctx);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   *pctx = ctx;
   return CUDA_SUCCESS;
 }
@@ -258,7 +260,7 @@ FAKECUDA_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
   Driver& d = Driver::get();
   std::lock_guard<std::mutex> guard(d.mu);
   FAKECUDA_REQUIRE(live_context(ctx), CUDA_ERROR_INVALID_CONTEXT);
-  context_stack().push_back(ctx);
+  FAKECUDA_REQUIRE(context_stack().push(ctx), CUDA_ERROR_OUT_OF_MEMORY);
   return CUDA_SUCCESS;
 }
 FAKECUDA_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
@@ -270,7 +272,7 @@ FAKECUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
   auto& stack = context_stack();
   FAKECUDA_REQUIRE(!stack.empty(), CUDA_ERROR_INVALID_CONTEXT);
   if (pctx) *pctx = stack.back();
-  stack.pop_back();
+  stack.pop();
   return CUDA_SUCCESS;
 }
 FAKECUDA_EXPORT CUresult cuCtxPopCurrent(CUcontext* pctx) {
@@ -281,7 +283,7 @@ FAKECUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   FAKECUDA_REQUIRE_INIT();
   auto& stack = context_stack();
   if (!ctx) {
-    if (!stack.empty()) stack.pop_back();
+    if (!stack.empty()) stack.pop();
     return CUDA_SUCCESS;
   }
   Driver& d = Driver::get();
@@ -290,7 +292,7 @@ FAKECUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   // runtime does so); calls that need it active fail until then.
   FAKECUDA_REQUIRE(live_context(ctx) || is_primary_handle(ctx), CUDA_ERROR_INVALID_CONTEXT);
   if (stack.empty())
-    stack.push_back(ctx);
+    stack.push(ctx);
   else
     stack.back() = ctx;
   return CUDA_SUCCESS;

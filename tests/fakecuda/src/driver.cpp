@@ -158,8 +158,8 @@ bool debug_calls_enabled() {
   return enabled;
 }
 
-std::vector<CUctx_st*>& context_stack() {
-  thread_local std::vector<CUctx_st*> stack;
+ContextStack& context_stack() {
+  thread_local constinit ContextStack stack{};
   return stack;
 }
 

@@ -5,11 +5,14 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -115,8 +118,33 @@ bool debug_enabled();
 // stderr every call that does not return CUDA_SUCCESS (entry_points.cpp).
 bool debug_calls_enabled();
 
-// Thread-local stack of current contexts (cuCtxPushCurrent/PopCurrent).
-std::vector<CUctx_st*>& context_stack();
+// A thread's stack of current contexts (cuCtxPushCurrent/PopCurrent).
+// Trivially destructible, so that it is never destroyed: a library's exit
+// handler that releases its context (cuBLAS's does) runs after the main
+// thread's thread-locals are gone, and found a destroyed vector here.
+class ContextStack {
+ public:
+  static constexpr size_t kCapacity = 256;  // a deeper push is refused (out of memory)
+  bool empty() const { return size_ == 0; }
+  CUctx_st*& back() { return items_[size_ - 1]; }
+  bool push(CUctx_st* ctx) {
+    if (size_ == kCapacity) return false;
+    items_[size_++] = ctx;
+    return true;
+  }
+  void pop() { --size_; }
+  // Takes every entry of `ctx` out.
+  void remove(CUctx_st* ctx) {
+    size_ = static_cast<size_t>(std::remove(items_, items_ + size_, ctx) - items_);
+  }
+
+ private:
+  CUctx_st* items_[kCapacity];
+  size_t size_;
+};
+static_assert(std::is_trivially_destructible_v<ContextStack>);
+
+ContextStack& context_stack();
 inline CUctx_st* current_context() {
   auto& stack = context_stack();
   return stack.empty() ? nullptr : stack.back();

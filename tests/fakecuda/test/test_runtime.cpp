@@ -2,6 +2,7 @@
 // built by nvcc with shared and with static cudart, run against the
 // simulator under both module loading modes.
 #include <atomic>
+#include <map>
 #include <string>
 #include <tuple>
 
@@ -12,6 +13,15 @@ namespace {
 
 using Variant = std::tuple<std::string /*cudart*/, std::string /*CUDA_MODULE_LOADING*/>;
 
+// The programs are nvcc's, built without the sanitizers of a sanitized
+// build, whose simulator they load: its sanitizers' runtimes go first.
+std::map<std::string, std::string> with_sanitizer_runtimes(std::map<std::string, std::string> env) {
+#if defined(GPULIMIT_SANITIZER_RUNTIMES)
+  env["LD_PRELOAD"] = GPULIMIT_SANITIZER_RUNTIMES;
+#endif
+  return env;
+}
+
 class Runtime : public testing::TestWithParam<Variant> {
  protected:
   // Runs the scenario on a machine of its own (a state file no other process
@@ -21,14 +31,14 @@ class Runtime : public testing::TestWithParam<Variant> {
     const auto& [cudart, loading] = GetParam();
     const std::string program =
         std::string(FAKECUDA_RUNTIME_PROGRAMS) + "/runtime_basics_" + cudart;
-    const std::map<std::string, std::string> env = {
+    const std::map<std::string, std::string> env = with_sanitizer_runtimes({
         {"LD_LIBRARY_PATH", FAKECUDA_LIB_DIR},
         {"FAKECUDA_STATE", test_dir() + "/runtime-" + std::to_string(next++) + ".state"},
         {"FAKECUDA_DEVICES", std::to_string(devices)},
         {"FAKECUDA_MEM", "16G"},
         {"FAKECUDA_CTX_MEM", "256M"},
         {"CUDA_MODULE_LOADING", loading},
-    };
+    });
     int status = -1;
     const std::string output = run_program(program, args, env, &status);
     EXPECT_EQ(status, 0) << program << " failed:\n" << output;
@@ -71,10 +81,10 @@ INSTANTIATE_TEST_SUITE_P(Cudart, Runtime,
 // and GEMM-Ex in single precision, as a real driver would run them.
 void run_cublas(const std::string& scenario) {
   static std::atomic<int> next{0};
-  const std::map<std::string, std::string> env = {
+  const std::map<std::string, std::string> env = with_sanitizer_runtimes({
       {"LD_LIBRARY_PATH", FAKECUDA_LIB_DIR},
       {"FAKECUDA_STATE", test_dir() + "/cublas-" + std::to_string(next++) + ".state"},
-  };
+  });
   int status = -1;
   const std::string program = std::string(FAKECUDA_RUNTIME_PROGRAMS) + "/runtime_cublas";
   const std::string output = run_program(program, {scenario}, env, &status);

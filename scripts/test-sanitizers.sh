@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds gpulimit under the sanitizers and runs the suite under them, each
+# in a build directory of its own:
+#
+#   asan              build-asan: GPULIMIT_SANITIZE=address,undefined, every test
+#   tsan              build-tsan: GPULIMIT_SANITIZE=thread, every test that
+#                     can run under it (see tsan_unsupported_* below)
+#   tsan-concurrency  build-tsan: GPULIMIT_SANITIZE=thread, only what the
+#                     concurrency suites need (ctest label concurrency: the
+#                     ledger, the launch gate, gpulimitd, time-slicing); CI's
+#
+#   scripts/test-sanitizers.sh [asan] [tsan] [tsan-concurrency] [-- CTEST_ARGS...]
+#
+# Without a suite named, asan then tsan. Builds are incremental and run
+# under `nice`. $GPULIMIT_ASAN_BUILD_DIR and $GPULIMIT_TSAN_BUILD_DIR
+# choose other directories. Under TSan every process a test starts writes
+# its reports to <build>/tsan-reports/ (TSAN_OPTIONS log_path), and the
+# suite fails when any is there, whatever the tests made of the process's
+# exit. Prints how long each build and each run took.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+suites=()
+ctest_args=()
+while (($#)); do
+  case $1 in
+    asan | tsan | tsan-concurrency) suites+=("$1") ;;
+    --) shift; ctest_args=("$@"); break ;;
+    *) echo "usage: $0 [asan] [tsan] [tsan-concurrency] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+  esac
+  shift
+done
+((${#suites[@]})) || suites=(asan tsan)
+
+# The test programs of the concurrency suites; what they run is built with
+# them (add_dependencies).
+concurrency_targets=(ledger_integration_test launch_gate_test server_integration_test
+                     timeslice_integration_test)
+
+# What cannot run under ThreadSanitizer (the README's build section says
+# why): programs not built with it that load a TSan-built library with
+# dlopen (Python with PyTorch, slurmd with the SPANK plugin: the runtime's
+# static TLS refuses); the caller's RUNPATH, RTLD_DEEPBIND and dlmopen,
+# which the runtime's own dlopen takes from the caller or refuses; and one
+# CUPTI test whose failure under TSan is not explained yet.
+tsan_unsupported_labels='pytorch|slurm'
+tsan_unsupported_tests='^DriverRoutes\.(DlopenSearchesTheCallersRunpath|DlmopenSearchesTheCallersRunpath|DeepbindDlopenSearchesTheCallersRunpath|DeepbindThroughTheNextDlopenOfALoadedLibrary|FailedDlmopensSayWhyAndLeaveNoNamespaceBehind)$|^CuptiTrace\.TheCommandKeepsWhatIsPreloadedAndNamesTheFileAbsolutely$'
+
+summary=()
+failed=0
+
+configure() {  # BUILD_DIR SANITIZERS
+  local generator=()
+  if [[ ! -f "$1/CMakeCache.txt" ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
+  cmake -S . -B "$1" "${generator[@]}" -DGPULIMIT_SANITIZE="$2" >/dev/null
+}
+
+run_suite() {  # NAME
+  local name=$1 build_dir sanitizers targets=() filter=()
+  case $name in
+    asan) build_dir=${GPULIMIT_ASAN_BUILD_DIR:-build-asan} sanitizers=address,undefined ;;
+    tsan)
+      build_dir=${GPULIMIT_TSAN_BUILD_DIR:-build-tsan} sanitizers=thread
+      filter=(-LE "$tsan_unsupported_labels" -E "$tsan_unsupported_tests") ;;
+    tsan-concurrency)
+      build_dir=${GPULIMIT_TSAN_BUILD_DIR:-build-tsan} sanitizers=thread
+      targets=(--target "${concurrency_targets[@]}")
+      filter=(-L concurrency) ;;
+  esac
+  echo "== $name: building $build_dir (GPULIMIT_SANITIZE=$sanitizers)"
+  local start=$SECONDS
+  configure "$build_dir" "$sanitizers"
+  nice -n 10 cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}"
+  local built=$((SECONDS - start))
+
+  local reports="$PWD/$build_dir/tsan-reports" status=0 options=${TSAN_OPTIONS:-}
+  if [[ $sanitizers == thread ]]; then
+    rm -rf "$reports"
+    mkdir -p "$reports"
+    options="log_path=$reports/report:$options"
+  fi
+  echo "== $name: testing"
+  start=$SECONDS
+  TSAN_OPTIONS=$options ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" \
+    "${filter[@]}" "${ctest_args[@]}" || status=$?
+  local tested=$((SECONDS - start))
+  if [[ $sanitizers == thread && -n "$(ls -A "$reports")" ]]; then
+    # A file a process; only what names ThreadSanitizer is a report (the
+    # runtime also says here why it refused a dlopen with RTLD_DEEPBIND).
+    for report in "$reports"/*; do
+      echo "---- $report"
+      cat "$report"
+      if grep -q "ThreadSanitizer" "$report"; then status=1; fi
+    done
+    ((status == 0)) || echo "== $name: ThreadSanitizer reported (above)"
+  fi
+  ((status == 0)) || failed=1
+  summary+=("$name: build ${built} s, tests ${tested} s, $([[ $status == 0 ]] && echo passed || echo FAILED)")
+}
+
+for suite in "${suites[@]}"; do run_suite "$suite"; done
+printf '== %s\n' "${summary[@]}"
+exit "$failed"
