@@ -54,7 +54,5 @@ function(gpulimit_add_model_check)
                    "-DEXPECT_ERROR=${check_EXPECT_ERROR}"
                    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/model.${check_NAME}
                    -P ${PROJECT_SOURCE_DIR}/cmake/run_model_check.cmake)
-  # Alone: a verifier fills a core for tens of seconds, and the time-slicing
-  # tests beside it would measure that, not gpulimit.
-  set_tests_properties(model.${check_NAME} PROPERTIES LABELS model TIMEOUT 7200 RUN_SERIAL TRUE)
+  set_tests_properties(model.${check_NAME} PROPERTIES LABELS model TIMEOUT 7200)
 endfunction()
