@@ -7,9 +7,6 @@ namespace gpulimit::usage {
 
 namespace {
 
-constexpr double kSecondsPerHour = 3600;
-constexpr double kBytesPerGiB = 1024.0 * 1024 * 1024;
-
 std::vector<std::string> keys_of(const TenantUsage& record, GroupBy by) {
   switch (by) {
     case GroupBy::kUser:
@@ -33,8 +30,8 @@ std::vector<UsageLine> summarize(const std::vector<TenantUsage>& records, GroupB
       ++line.tenants;
       if (!record.ended_ns) ++line.running;
       for (const DeviceUsage& device : record.devices) {
-        line.gpu_seconds += static_cast<double>(device.held_ns) / 1e9;
-        line.gib_hours += device.byte_seconds / kBytesPerGiB / kSecondsPerHour;
+        line.gpu_seconds += gpu_seconds(device);
+        line.gib_hours += gib_hours(device);
         line.peak_bytes = std::max(line.peak_bytes, device.peak_bytes);
         line.oom_denials += device.oom_denials;
       }

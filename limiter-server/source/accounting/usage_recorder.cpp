@@ -8,8 +8,6 @@ namespace gpulimit::server {
 
 namespace {
 
-constexpr double kBytesPerGiB = 1024.0 * 1024 * 1024;
-
 usage::DeviceUsage& device_of(usage::TenantUsage& record, const std::string& uuid) {
   for (usage::DeviceUsage& device : record.devices)
     if (device.uuid == uuid) return device;
@@ -98,8 +96,8 @@ bool UsageRecorder::save(std::string& error) {
 UsageRecorder::Totals UsageRecorder::totals_of(const usage::TenantUsage& record) {
   Totals totals;
   for (const usage::DeviceUsage& device : record.devices) {
-    totals.gpu_seconds += static_cast<double>(device.held_ns) / 1e9;
-    totals.gib_hours += device.byte_seconds / kBytesPerGiB / 3600;
+    totals.gpu_seconds += usage::gpu_seconds(device);
+    totals.gib_hours += usage::gib_hours(device);
   }
   return totals;
 }

@@ -27,6 +27,14 @@ struct DeviceUsage {
   friend bool operator==(const DeviceUsage&, const DeviceUsage&) = default;
 };
 
+// A device's figures in the units gpulimit usage reports.
+inline double gpu_seconds(const DeviceUsage& device) {
+  return static_cast<double>(device.held_ns) / 1e9;
+}
+inline double gib_hours(const DeviceUsage& device) {
+  return device.byte_seconds / (1024.0 * 1024 * 1024) / 3600;
+}
+
 struct TenantUsage {
   int64_t run = 0;      // the server run: its start, ns since the epoch
   uint32_t number = 0;  // the server's number for the tenant in that run
