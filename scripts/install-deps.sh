@@ -41,6 +41,7 @@ packages=(
   slurmd
   slurmctld
   munge            # Slurm's authentication, started by the Slurm test
+  spin             # SPIN, the model checker of the protocol models (ctest -L model)
 )
 
 missing=()

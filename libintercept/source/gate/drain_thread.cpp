@@ -103,8 +103,13 @@ void* drain(void* argument) {
     const uint32_t token = device.token.load(std::memory_order_acquire);
     if (token == session.revoked()) {
       // `grant` is written before each grant's token: after token_revoked(me)
-      // it still names the grant being revoked.
+      // it still names the grant being revoked, unless the token moved on
+      // between the two loads (released, granted to us again): then the
+      // number is a later grant's, and acknowledging it would ack that grant
+      // before its revoke and leave the revoke unacknowledged. The token read
+      // again tells (the server clears it before each grant's number).
       const uint32_t grant = device.grant.load(std::memory_order_acquire);
+      if (device.token.load(std::memory_order_acquire) != token) continue;
       if (!acked.is(grant)) {
         wait_for_launches_in_flight();
         drain_device(session, task.ordinal);

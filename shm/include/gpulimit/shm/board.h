@@ -60,7 +60,10 @@ struct alignas(64) BoardDevice {
   std::atomic<uint32_t> token;
   // Counts grants of this device; written before `token` on each grant, so
   // a process that sees token_held(t) and then reads `grant` gets that
-  // grant's number (or a later one). Acks and idle reports name it.
+  // grant's number (or a later one). Acks and idle reports name it. The
+  // token is cleared before each grant's number is raised, so a process
+  // that sees token_revoked(t), reads `grant` and then sees token_revoked(t)
+  // again has the number of a grant that is revoked now.
   std::atomic<uint32_t> grant;
   // Tenants other than the holder that wait for the token. Nonzero tells
   // the holder's processes that an idle holder should give the token back
