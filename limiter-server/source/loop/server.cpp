@@ -708,12 +708,12 @@ void Server::apply_token_changes(TimeNs now) {
           spdlog::debug("device {}: released by {} after {} us ({})", change.device, name,
                         change.held_ns / 1000, release_reason(change.reason));
           handoffs_.released(change.device);
-          // Cleared even when a grant follows: the grant raises `grant`
-          // before it writes the token, and the board must never show the
-          // next grant's number beside this holder's revoked token, or a
-          // drain thread reading the two would take the next grant for the
-          // revoke and acknowledge it early (shm/include/gpulimit/shm/board.h).
-          board_->clear(change.device);
+          // A grant right behind clears the word itself, without a wake
+          // (TokenBoard::grant): one wake per handoff.
+          const bool grant_follows = i + 1 < changes.size() &&
+                                     changes[i + 1].kind == TokenChange::Kind::kGrant &&
+                                     changes[i + 1].device == change.device;
+          if (!grant_follows) board_->clear(change.device);
           break;
         }
       }

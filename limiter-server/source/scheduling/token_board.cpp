@@ -104,6 +104,10 @@ void TokenBoard::set_token(DeviceIndex device, uint32_t token) {
 
 uint32_t TokenBoard::grant(DeviceIndex device, TenantNumber tenant) {
   shm::BoardDevice& entry = device_at(device);
+  // The token cleared before the number is raised (board.h): a drain thread
+  // that read the last holder's token_revoked(t) and then this number finds
+  // the token changed when it reads it again. No wake: the store below wakes.
+  entry.token.store(0, std::memory_order_relaxed);
   // `grant` before `token` (board.h): a process that sees token_held(t) reads
   // this grant's number, or a later one.
   const uint32_t number = entry.grant.fetch_add(1, std::memory_order_release) + 1;

@@ -140,8 +140,9 @@ inline set_token(value, g) {
 }
 
 /* TokenScheduler::grant of the best waiter (vtime and priority abstracted:
- * any wanting tenant), applied: TokenBoard::grant (grant, then token, then
- * the wake), HandoffTracker::granted, TenantRegistry::clear_wants. */
+ * any wanting tenant), applied: TokenBoard::grant (the token cleared with no
+ * wake, the grant's number, then the token and the wake),
+ * HandoffTracker::granted, TenantRegistry::clear_wants. */
 inline grant_best_waiter() {
   if
   :: holder == NONE && seat_wanting[0] -> t = 0
@@ -152,6 +153,9 @@ inline grant_best_waiter() {
   :: t != NONE ->
      d_step {
        seat_wanting[t] = false; holder = t; revoked = false;
+#ifndef BROKEN_NO_CLEAR
+       token = 0; token_grant = 0;
+#endif
        grant++; cur_grant = grant;
        hs_holder = t; hs_grant = grant; hs_revoked = false;
        i = 0;
@@ -168,8 +172,9 @@ inline grant_best_waiter() {
 }
 
 /* TokenScheduler::release, then reconsider: the next grant, if anyone
- * wants the token; apply_token_changes clears the board's word only when no
- * grant follows. `why_forced`: an ack timeout (kAckTimeout). */
+ * wants the token; apply_token_changes clears the board's word (with a wake)
+ * only when no grant follows, and a grant clears it first itself (with no
+ * wake). `why_forced`: an ack timeout (kAckTimeout). */
 inline release_then_reconsider(why_forced) {
   d_step {
     if :: why_forced -> forced = forced | (1 << cur_grant) :: else fi;
@@ -179,20 +184,13 @@ inline release_then_reconsider(why_forced) {
     do :: i < NPROC -> owing[i] = false; i++ :: else -> break od;
     i = 0
   };
-#ifdef BROKEN_NO_CLEAR
-  /* before the fix: no clear when a grant follows, so the board showed the
-   * next grant's number beside the old revoked token */
+  /* BROKEN_NO_CLEAR, the code before its fix: the grant does not clear the
+   * word, so the board shows the next grant's number beside the old revoked
+   * token */
   if
   :: seat_wanting[0] || seat_wanting[1] -> grant_best_waiter()
   :: else -> set_token(0, 0)
   fi
-#else
-  set_token(0, 0);
-  if
-  :: seat_wanting[0] || seat_wanting[1] -> grant_best_waiter()
-  :: else
-  fi
-#endif
 }
 
 /* TokenScheduler::revoke, applied: TokenBoard::revoke, a Want that came

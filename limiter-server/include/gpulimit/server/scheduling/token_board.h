@@ -43,8 +43,8 @@ class TokenBoard {
   uint32_t devices_in_use() const { return static_cast<uint32_t>(in_use_.count()); }
   DeviceUuid uuid(DeviceIndex device) const;
 
-  // `tenant` holds the device's token now: `grant` is raised, then `token`
-  // set, then its waiters woken. Returns the grant's number.
+  // `tenant` holds the device's token now: `token` cleared (no wake), `grant`
+  // raised, then `token` set and its waiters woken. Returns the number.
   uint32_t grant(DeviceIndex device, TenantNumber tenant);
   // `tenant` must give the token back.
   void revoke(DeviceIndex device, TenantNumber tenant);
