@@ -191,7 +191,10 @@ void to_json(Json& out, const Tenant& tenant) {
          {"sm_percent", nullable(tenant.sm_percent)},
          {"weight", tenant.weight},
          {"priority", priority_name(tenant.priority)},
-         {"devices", tenant.devices}};
+         {"devices", tenant.devices},
+         {"leader", nullable(tenant.leader)},
+         {"orphaned_s", nullable(tenant.orphaned_s)},
+         {"orphan_kill_in_s", nullable(tenant.orphan_kill_in_s)}};
 }
 
 void to_json(Json& out, const Report& report) {
@@ -262,6 +265,9 @@ void from_json(const Json& in, Tenant& tenant) {
     throw MalformedStatus("priority", "not a priority (low, normal or high)");
   tenant.priority = to_protocol(parsed);
   read(in, "devices", tenant.devices);
+  read_newer(in, "leader", tenant.leader);
+  read_newer(in, "orphaned_s", tenant.orphaned_s);
+  read_newer(in, "orphan_kill_in_s", tenant.orphan_kill_in_s);
 }
 
 void from_json(const Json& in, Report& report) {

@@ -10,9 +10,6 @@
 #include <thread>
 
 namespace integration {
-namespace {
-
-constexpr auto kPollInterval = std::chrono::milliseconds(10);
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -20,6 +17,10 @@ std::string read_file(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
 
 // The last non-empty line of `text`, without its newline.
 std::string_view last_line(std::string_view text) {

@@ -86,4 +86,7 @@ WorkloadRun run_workload(const std::string& program, const std::vector<std::stri
                          const Environment& environment,
                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// What the file at `path` holds; empty when it cannot be read.
+std::string read_file(const std::string& path);
+
 }  // namespace integration

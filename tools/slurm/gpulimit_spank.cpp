@@ -193,13 +193,18 @@ int limit_task(spank_t spank) {
   char** job_env = nullptr;
   if (spank_get_item(spank, S_JOB_ENV, &job_env) != ESPANK_SUCCESS) job_env = nullptr;
   std::vector<std::string> environment;
-  if (!gpulimit::cli::job_environment(job_env, limits, settings.library, environment, error)) {
+  // No leader: a step's tasks end with the step, which Slurm ends, and a
+  // leader in the submitting job's environment names a process of another
+  // job (or machine).
+  if (!gpulimit::cli::job_environment(job_env, limits, gpulimit::protocol::JobLeader{},
+                                      settings.library, environment, error)) {
     slurm_error("%s: %s", kPrefix, error.c_str());
     return -1;
   }
   // job_environment drops every earlier gpulimit variable: so must the task.
   for (const options::OptionSpec& spec : options::kOptionTable)
     spank_unsetenv(spank, std::string(spec.variable).c_str());
+  spank_unsetenv(spank, gpulimit::protocol::kJobLeaderVariable);
   for (const std::string& assignment : environment) {
     const std::size_t equals = assignment.find('=');
     const std::string name = assignment.substr(0, equals);

@@ -20,9 +20,12 @@
 #include "gate/launching_threads.h"
 #include "gpulimit/options/limits.h"
 #include "gpulimit/protocol/channel.h"
+#include "gpulimit/protocol/job_leader.h"
 #include "gpulimit/protocol/priority.h"
 #include "lookup/real_driver.h"
 #include "memory/tenant.h"
+
+extern char** environ;
 
 namespace gpulimit::gate {
 namespace {
@@ -151,6 +154,9 @@ const Config* make_config(const options::Limits& limits) {
   hello.sm_percent = limits.compute.sm_percent;
   hello.weight = limits.compute.weight;
   hello.priority = protocol::to_protocol(limits.compute.priority);
+  const protocol::JobLeader leader = protocol::job_leader_in(environ);
+  hello.leader_pid = leader.pid;
+  hello.leader_start_ticks = leader.start_ticks;
   list_devices(hello, limits.memory);
   return made;
 }

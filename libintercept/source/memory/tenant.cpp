@@ -24,6 +24,7 @@
 #include "gpulimit/options/option_table.h"
 #include "gpulimit/options/values.h"
 #include "gpulimit/protocol/channel.h"
+#include "gpulimit/protocol/job_leader.h"
 #include "gpulimit/shm/ledger_inspection.h"
 #include "gpulimit/shm/tenant_ledger.h"
 #include "lookup/real_driver.h"
@@ -193,6 +194,13 @@ CUresult Tenant::attach(Phase phase) {
     if ((!limits.memory.empty() || !limits.socket.empty()) && limits.tenant.empty()) {
       limits.tenant = new_tenant_id();
       setenv("GPULIMIT_TENANT", limits.tenant.c_str(), 1);
+      // A job started without `gpulimit`: this process is its leader
+      // (protocol/job_leader.h), as `gpulimit` would have named it.
+      protocol::JobLeader self;
+      char leader[48];
+      if (protocol::read_job_leader(getpid(), self) &&
+          protocol::format_job_leader(self, leader, sizeof leader))
+        setenv(protocol::kJobLeaderVariable, leader, 1);
     }
     static bool registered = false;
     if (!registered) {

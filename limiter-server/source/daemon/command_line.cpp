@@ -116,6 +116,20 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
                  "to that process) (default warn)")
       ->type_name("allow|warn|kill")
       ->check(CLI::IsMember({"allow", "warn", "kill"}));
+  std::string orphans = "warn";
+  int64_t orphan_grace_s = OrphanRule{}.grace_s;
+  app.add_option("--orphans", orphans,
+                 "What to do about a job whose main process has exited while processes of it "
+                 "still use the GPU, where the policy file says nothing: warn (shown in status, "
+                 "logged), kill (SIGKILL to every process of it after --orphan-grace) "
+                 "(default warn)")
+      ->type_name("warn|kill")
+      ->check(CLI::IsMember({"warn", "kill"}));
+  app.add_option("--orphan-grace", orphan_grace_s,
+                 "How long an orphaned job may run before --orphans kill ends it, in seconds "
+                 "(default 60)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(int64_t{0}, int64_t{kMaxOrphanGraceSeconds}));
   app.add_option("--cross-check-ms", cross_check_ms,
                  "How often the driver's per-process GPU memory (NVML) is compared with the "
                  "ledgers; 0: never (default 2000)")
@@ -183,6 +197,8 @@ std::variant<DaemonOptions, CommandLineExit> parse_command_line(int argc, const 
   server.watcher.unmanaged_default = *parse_unmanaged_action(unmanaged);
   server.watcher.cross_check_interval_ns = cross_check_ms * kNsPerMs;
   server.watcher.pidfd_exits = pidfd_exits;
+  server.orphans.action = orphans == "kill" ? OrphanAction::kKill : OrphanAction::kWarn;
+  server.orphans.grace_s = static_cast<uint32_t>(orphan_grace_s);
   if (metrics_option->count() == 0 && system) metrics_address = kDefaultSystemMetricsAddress;
   if (!metrics_turned_off(metrics_address)) {
     Result<MetricsAddress> address = parse_metrics_address(metrics_address);

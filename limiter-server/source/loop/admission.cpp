@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 #include "gpulimit/server/loop/hello_validation.h"
@@ -138,6 +139,8 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
         tenant.share.sm_percent ? std::to_string(tenant.share.sm_percent) + " %"
                                 : std::string("uncapped"),
         tenant.share.weight, priority_name(tenant.share.priority));
+    // After the log line above: an orphan from the start says so next.
+    orphans_.watch(tenant.number, request->leader, EventLoop::now());
   } else if (joined->share_differs) {
     spdlog::info(
         "pid {} asked for other limits than tenant {} has (sm {}, weight {}, priority "
@@ -179,10 +182,14 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
     left_tenants_[tenant] = left->tenant_id;
     scheduler_.remove_tenant(tenant, now);
     asked_shares_.erase(tenant);
+    const std::optional<Orphans::Status> orphan = orphans_.status(tenant);
+    const bool killed = orphan && orphan->killed;
+    orphans_.forget(tenant);
     spdlog::info("tenant {} (#{}) left: its last process, pid {}, is gone", left->tenant_id, tenant,
                  connection.peer.pid);
     if (usage_) {
-      usage_->ended(tenant, usage::kEndedLeft, wall_clock_ns());
+      usage_->ended(tenant, killed ? usage::kEndedOrphanKilled : usage::kEndedLeft,
+                    wall_clock_ns());
       save_usage();
     }
   } else {
@@ -248,6 +255,56 @@ void Server::process_exited(pid_t pid) {
       departed.ledger_paths.end());
   for (const std::string& path : departed.ledger_paths)
     reaper_.request(path, departed.uid, departed.gid, now, pid);
+}
+
+// ---------------------------------------------------------------------------
+// Orphans
+
+namespace {
+
+std::string pid_list(const TenantRegistry& registry, const TenantRecord& tenant) {
+  std::string pids;
+  for (const ConnectionId id : tenant.processes)
+    if (const ProcessRecord* process = registry.process(id))
+      pids += (pids.empty() ? "" : ",") + std::to_string(process->pid);
+  return pids;
+}
+
+}  // namespace
+
+void Server::tenant_orphaned(TenantNumber number) {
+  const TenantRecord* tenant = registry_.tenant(number);
+  const std::optional<Orphans::Status> orphan = orphans_.status(number);
+  if (!tenant || !orphan || !orphan->orphaned_at) return;
+  const OrphanRule rule = policy_ ? policy_->orphan_rule(identify(tenant->uid, tenant->gid),
+                                                         config_.orphans)
+                                  : config_.orphans;
+  const std::string what =
+      fmt::format("tenant {} (#{}, user {}): its job's main process, pid {}, has exited, and pids "
+                  "{} of it still use the GPU",
+                  tenant->id, number, tenant->user, orphan->leader, pid_list(registry_, *tenant));
+  if (rule.action == OrphanAction::kKill) {
+    orphans_.end_at(number, *orphan->orphaned_at + TimeNs{rule.grace_s} * 1000 * kNsPerMs);
+    spdlog::warn("{}; they are killed in {} s (orphans = \"kill\")", what, rule.grace_s);
+  } else {
+    spdlog::warn("{}; they are left running (orphans = \"warn\")", what);
+  }
+}
+
+void Server::kill_orphan(TenantNumber number) {
+  const TenantRecord* tenant = registry_.tenant(number);
+  if (!tenant) return;
+  std::string killed;
+  for (const ConnectionId id : tenant->processes) {
+    const auto found = connections_.find(id);
+    if (found == connections_.end() || found->second.pidfd < 0) continue;
+    // The pidfd pins the process that connected: a pid given again to a
+    // later process is never signalled.
+    if (::syscall(SYS_pidfd_send_signal, found->second.pidfd, SIGKILL, nullptr, 0) == 0)
+      killed += (killed.empty() ? "" : ",") + std::to_string(found->second.peer.pid);
+  }
+  spdlog::warn("tenant {} (#{}): an orphan past its grace; killed pids {} (SIGKILL)", tenant->id,
+               number, killed.empty() ? std::string("none (all gone)") : killed);
 }
 
 }  // namespace gpulimit::server

@@ -83,6 +83,13 @@ Result<TenantRequest> validate_hello(const protocol::Hello& hello, pid_t peer_pi
     std::memcpy(uuid.data(), hello.uuids[i], uuid.size());
     request.uuids.push_back(uuid);
   }
+
+  if (hello.leader_pid < 0 || (hello.leader_pid == 0 && hello.leader_start_ticks != 0) ||
+      (hello.leader_pid > 0 && hello.leader_start_ticks == 0))
+    return fail("the job's leader (pid " + std::to_string(hello.leader_pid) + ", start " +
+                std::to_string(hello.leader_start_ticks) +
+                ") is not a pid with its start, nor none");
+  request.leader = protocol::JobLeader{hello.leader_pid, hello.leader_start_ticks};
   return request;
 }
 

@@ -145,6 +145,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<EventLoop> loop,
       timer_(std::move(timer)),
       scheduler_(config.scheduler),
       reaper_(*loop_),
+      orphans_(*loop_, [this](TenantNumber tenant) { tenant_orphaned(tenant); }),
       buffer_(protocol::kMaxMessageSize),
       started_at_(EventLoop::now()) {}
 
@@ -736,6 +737,8 @@ void Server::after_events() {
   apply_token_changes(now);
   reaper_.advance(now);
   watchers_->advance(now);
+  for (const TenantNumber tenant : orphans_.due(now))
+    kill_orphan(tenant);
 
   while (!hello_deadlines_.empty() && hello_deadlines_.front().first <= now) {
     const ConnectionId id = hello_deadlines_.front().second;
@@ -779,6 +782,7 @@ std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
     if (at) earliest = std::min(earliest.value_or(*at), *at);
   };
   consider(reaper_.next_deadline());
+  consider(orphans_.next_deadline());
   consider(watchers_->next_deadline());
   if (!hello_deadlines_.empty()) consider(hello_deadlines_.front().first);
   if (accepting_paused_) consider(accepting_resumes_at_);
@@ -843,6 +847,13 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
       if (ledger_path.empty()) ledger_path = process->ledger_path;
     }
     std::sort(entry.pids.begin(), entry.pids.end());
+    if (const std::optional<Orphans::Status> orphan = orphans_.status(number)) {
+      entry.leader = orphan->leader;
+      if (orphan->orphaned_at)
+        entry.orphaned_s = static_cast<double>(now - *orphan->orphaned_at) / 1e9;
+      if (orphan->ends_at)
+        entry.orphan_kill_in_s = static_cast<double>(std::max<TimeNs>(*orphan->ends_at - now, 0)) / 1e9;
+    }
     // The ledger is read, never mapped: a file its tenant truncates
     // meanwhile cannot hurt the server.
     std::vector<shm::LedgerDeviceUsage> usage;

@@ -1,5 +1,6 @@
 #include "gpulimit/server/metrics/metrics_exposition.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -23,6 +24,8 @@ constexpr std::array kFamilies = {
     Family{"gpulimit_tenants", "gauge", "Tenants with at least one process attached"},
     Family{"gpulimit_processes", "gauge", "Tenant processes attached"},
     Family{"gpulimit_tenant_processes", "gauge", "Processes of the tenant attached"},
+    Family{"gpulimit_orphan_tenants", "gauge",
+           "Tenants whose job's main process has exited while they still run"},
     Family{"gpulimit_token_waiting_tenants", "gauge",
            "Tenants other than the holder that wait for the device's token"},
     Family{"gpulimit_memory_used_bytes", "gauge",
@@ -213,6 +216,11 @@ std::string render_metrics(const StatusSnapshot& snapshot, std::string_view vers
   for (const Tenant& tenant : status.tenants)
     out.sample("gpulimit_tenant_processes", {{"tenant", tenant.tenant}, {"user", tenant.user}},
                format_number(uint64_t{tenant.pids.size()}));
+  out.family("gpulimit_orphan_tenants");
+  out.sample("gpulimit_orphan_tenants", {},
+             format_number(static_cast<uint64_t>(std::count_if(
+                 status.tenants.begin(), status.tenants.end(),
+                 [](const Tenant& tenant) { return tenant.orphaned_s.has_value(); }))));
 
   out.family("gpulimit_token_waiting_tenants");
   for (const BoardDevice& device : status.devices)

@@ -119,6 +119,10 @@ const char* unmanaged_action_name(UnmanagedAction action) {
   return "allow";
 }
 
+const char* orphan_action_name(OrphanAction action) {
+  return action == OrphanAction::kKill ? "kill" : "warn";
+}
+
 PeerIdentity identify(uid_t uid, gid_t gid) {
   PeerIdentity who{uid, {gid}};
   std::vector<char> buffer(16384);
@@ -209,6 +213,26 @@ bool parse_gpu_uuid(const std::string& text, GpuUuid& out) {
 
 std::string format_gpu_uuid(const GpuUuid& uuid) {
   return options::format_device_uuid(uuid);
+}
+
+OrphanRule Policy::orphan_rule(const PeerIdentity& who, const OrphanRule& otherwise) const {
+  std::optional<OrphanAction> action;
+  std::optional<uint32_t> grace_s;
+  if (const PolicyEntry* user = user_entry(*this, who)) {
+    action = user->orphans;
+    grace_s = user->orphan_grace_s;
+  }
+  std::optional<OrphanAction> group_action;
+  std::optional<uint32_t> group_grace_s;
+  for (const PolicyEntry* group : group_entries(*this, who)) {
+    if (group->orphans && (!group_action || *group->orphans == OrphanAction::kKill))
+      group_action = group->orphans;
+    if (group->orphan_grace_s)
+      group_grace_s = std::min(group_grace_s.value_or(*group->orphan_grace_s), *group->orphan_grace_s);
+  }
+  return OrphanRule{action.value_or(group_action.value_or(defaults.orphans.value_or(otherwise.action))),
+                    grace_s.value_or(group_grace_s.value_or(
+                        defaults.orphan_grace_s.value_or(otherwise.grace_s)))};
 }
 
 }  // namespace gpulimit::server

@@ -160,6 +160,10 @@ class PolicyReader {
         read.allowed_devices = device_list(value);
       } else if (name == "unmanaged") {
         read.unmanaged = unmanaged(value);
+      } else if (name == "orphans") {
+        read.orphans = orphans(value);
+      } else if (name == "orphan_grace") {
+        read.orphan_grace_s = orphan_grace(value);
       } else {
         warn(key.source(), "unknown key '" + name + "' in " + label + " ignored");
       }
@@ -245,6 +249,20 @@ class PolicyReader {
     if (text && text->get() == "warn") return UnmanagedAction::kWarn;
     if (text && text->get() == "kill") return UnmanagedAction::kKill;
     error(value.source(), "unmanaged " + shown(value) + ": not \"allow\", \"warn\" or \"kill\"");
+  }
+
+  OrphanAction orphans(const toml::node& value) {
+    const auto* text = value.as_string();
+    if (text && text->get() == "warn") return OrphanAction::kWarn;
+    if (text && text->get() == "kill") return OrphanAction::kKill;
+    error(value.source(), "orphans " + shown(value) + ": not \"warn\" or \"kill\"");
+  }
+  uint32_t orphan_grace(const toml::node& value) {
+    const std::optional<int64_t> seconds = value.value_exact<int64_t>();
+    if (!seconds || *seconds < 0 || *seconds > kMaxOrphanGraceSeconds)
+      error(value.source(), "orphan_grace " + shown(value) + ": not a number of seconds from 0 to " +
+                                std::to_string(kMaxOrphanGraceSeconds));
+    return static_cast<uint32_t>(*seconds);
   }
 
   // A maximum below the default in the same table cannot be meant.

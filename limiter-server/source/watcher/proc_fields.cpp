@@ -1,20 +1,9 @@
 #include "gpulimit/server/watcher/proc_fields.h"
 
 #include <cstdlib>
-#include <sstream>
 #include <string>
 
 namespace gpulimit::server {
-
-uint64_t stat_start_ticks(std::string_view stat) {
-  const std::size_t close = stat.rfind(')');
-  if (close == std::string_view::npos) return 0;
-  std::istringstream fields{std::string(stat.substr(close + 1))};
-  std::string field;
-  for (int index = 3; index <= 22; ++index)
-    if (!(fields >> field)) return 0;
-  return std::strtoull(field.c_str(), nullptr, 10);
-}
 
 std::optional<unsigned> status_real_id(std::string_view status, std::string_view key) {
   // At a line's start (after a newline: the Name line comes first), never

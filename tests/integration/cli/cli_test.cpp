@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,21 @@ TEST_F(GpulimitCli, StartsEachJobAsANewTenant) {
   EXPECT_EQ(random.size(), 16u) << tenant;
   EXPECT_EQ(random.find_first_not_of("0123456789abcdef"), std::string::npos) << tenant;
   EXPECT_NE(parse_environment(second.out).at("GPULIMIT_TENANT"), tenant);
+}
+
+TEST_F(GpulimitCli, NamesItselfAsTheJobsLeaderReplacingAnyInherited) {
+  const CliRun run = gpulimit({"--mem", "1G", "--", "/bin/sh", "-c", "echo \"$$ $GPULIMIT_JOB_LEADER\""},
+                              environment({"GPULIMIT_JOB_LEADER=1:1"}));
+  ASSERT_TRUE(run.exited_with(0)) << run.describe();
+
+  // The shell's pid is gpulimit's: gpulimit execs the command.
+  std::istringstream words(run.out);
+  std::string shell_pid;
+  std::string leader;
+  words >> shell_pid >> leader;
+  ASSERT_NE(leader.find(':'), std::string::npos) << run.out;
+  EXPECT_EQ(leader.substr(0, leader.find(':')), shell_pid) << run.out;
+  EXPECT_NE(leader, "1:1");
 }
 
 TEST_F(GpulimitCli, KeepsATenantAlreadySet) {

@@ -31,13 +31,6 @@ const std::string kServer = GPULIMITD_PATH;
 const std::string kCli = GPULIMIT_CLI_PATH;
 constexpr double kMiB = 1024.0 * 1024;
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // PRAGMA integrity_check, by SQLite itself.
 std::string integrity(const std::string& path) {
   sqlite3* db = nullptr;
@@ -200,7 +193,7 @@ TEST_F(Usage, AFileThatIsNoUsageDatabaseStopsTheServerAndIsLeftAsItWas) {
                    machine_.environment());
   EXPECT_EQ(run.exit_status, 1) << run.describe();
   EXPECT_NE(run.err.find("usage database " + database()), std::string::npos) << run.err;
-  EXPECT_EQ(contents(database()), garbage);
+  EXPECT_EQ(read_file(database()), garbage);
 
   const WorkloadRun report = usage_report({});
   EXPECT_EQ(report.exit_status, 1) << report.describe();

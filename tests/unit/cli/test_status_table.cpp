@@ -114,6 +114,31 @@ TEST(StatusTable, ProcessesUsingAGpuWithoutGpulimitFollowTheTenants) {
             "");
 }
 
+TEST(StatusTable, OrphansFollowTheTenantsWithWhenTheirMainProcessWentAndWhenTheyAreKilled) {
+  const std::string sut = render(R"({
+    "server": {"pid": 7, "mode": "system", "socket": "/run/gpulimit/gpulimitd.sock",
+               "quantum_us": 2500, "uptime_s": 59.9, "protocol": 3},
+    "devices": [],
+    "tenants": [
+      {"tenant": "led", "number": 1, "uid": 1000, "user": "alice", "pids": [10],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "leader": 9, "orphaned_s": null, "orphan_kill_in_s": null},
+      {"tenant": "left", "number": 2, "uid": 1000, "user": "alice", "pids": [21, 22],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "leader": 20, "orphaned_s": 75.2, "orphan_kill_in_s": null},
+      {"tenant": "doomed", "number": 3, "uid": 1001, "user": "bob", "pids": [31],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "leader": 30, "orphaned_s": 5.0, "orphan_kill_in_s": 55.0}
+    ]})");
+
+  EXPECT_NE(sut.find("ORPHAN  USER   MAIN PID  EXITED      STILL RUNNING  KILLED IN\n"
+                     "left    alice  20        1m 15s ago  21,22          never\n"
+                     "doomed  bob    30        5s ago      31             55s\n"),
+            std::string::npos)
+      << sut;
+  EXPECT_EQ(sut.find("\nled "), sut.rfind("\nled ")) << "a tenant whose leader runs is no orphan";
+}
+
 TEST(StatusTable, UptimeAndQuantumInTheirLargestUnits) {
   const auto server_line = [](const std::string& uptime, const std::string& quantum) {
     const std::string text = render(R"({"server": {"pid": 1, "mode": "user", "socket": "/s",

@@ -177,6 +177,27 @@ TEST(TopFrame, ControlCharactersInNamesNeverReachTheTerminal) {
   EXPECT_NE(text.find("rm?-rf?x ?t?"), std::string::npos) << text;
 }
 
+TEST(TopFrame, AnOrphanIsMarkedBeforeItsCommand) {
+  const TopFrameInput sut = input_of(R"({
+    "server": {"pid": 1, "mode": "user", "socket": "/s", "quantum_us": 20000, "uptime_s": 1,
+               "protocol": 3},
+    "devices": [],
+    "tenants": [{"tenant": "left", "number": 0, "uid": 0, "user": "root", "pids": [21],
+                 "command": "python worker.py", "sm_percent": null, "weight": 1,
+                 "priority": "low", "devices": [], "leader": 20, "orphaned_s": 3.5,
+                 "orphan_kill_in_s": null},
+                {"tenant": "led", "number": 1, "uid": 0, "user": "root", "pids": [31],
+                 "command": "python train.py", "sm_percent": null, "weight": 1,
+                 "priority": "low", "devices": [], "leader": 30, "orphaned_s": null,
+                 "orphan_kill_in_s": null}]})");
+
+  const std::string text = joined(render_top_frame(sut, 120));
+
+  EXPECT_NE(text.find("(orphan) python worker.py"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(orphan) python train.py"), std::string::npos) << text;
+  EXPECT_NE(text.find("python train.py"), std::string::npos) << text;
+}
+
 TEST(TopFrame, NoServerSaysSoAndThatItRetries) {
   TopFrameInput sut;
   sut.problem = "no gpulimitd running (nobody listens at /tmp/s)";

@@ -34,6 +34,9 @@ Report full_report() {
   train.devices.push_back({"GPU-11223344-5566-7788-99aa-bbccddeeff01", std::nullopt, std::nullopt,
                            0.5, 0, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
                            std::nullopt});
+  train.leader = 5000;
+  train.orphaned_s = 12.5;
+  train.orphan_kill_in_s = 47.5;
   report.tenants.push_back(train);
 
   Tenant idle;
@@ -88,6 +91,11 @@ TEST(StatusJson, WritesEveryFieldUnderItsNameInTheSchemasOrder) {
   EXPECT_EQ(sut["tenants"][1]["priority"], "low");
   EXPECT_EQ(sut["tenants"][1]["sm_percent"], nullptr);
   EXPECT_EQ(sut["tenants"][1]["command"], nullptr);
+  EXPECT_EQ(sut["tenants"][0]["leader"], 5000);
+  EXPECT_EQ(sut["tenants"][0]["orphaned_s"], 12.5);
+  EXPECT_EQ(sut["tenants"][0]["orphan_kill_in_s"], 47.5);
+  for (const char* name : {"leader", "orphaned_s", "orphan_kill_in_s"})
+    EXPECT_EQ(sut["tenants"][1].at(name), nullptr) << name;
   const Json& uncapped = sut["tenants"][0]["devices"][1];
   for (const char* name :
        {"memory_used", "memory_cap", "wait_ns", "grants", "revokes", "overruns", "oom_denials"})
@@ -105,6 +113,8 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   older["server"].erase("metrics");
   older.erase("unmanaged");
   older["tenants"][0].erase("command");
+  for (const char* name : {"leader", "orphaned_s", "orphan_kill_in_s"})
+    older["tenants"][0].erase(name);
   for (const char* name : {"wait_ns", "grants", "revokes", "overruns", "oom_denials"})
     older["tenants"][0]["devices"][0].erase(name);
 
@@ -115,6 +125,9 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   EXPECT_EQ(sut.server.metrics, std::nullopt);
   EXPECT_TRUE(sut.unmanaged.empty());
   EXPECT_EQ(sut.tenants.at(0).command, std::nullopt);
+  EXPECT_EQ(sut.tenants.at(0).leader, std::nullopt);
+  EXPECT_EQ(sut.tenants.at(0).orphaned_s, std::nullopt);
+  EXPECT_EQ(sut.tenants.at(0).orphan_kill_in_s, std::nullopt);
   const TenantDevice& device = sut.tenants[0].devices.at(0);
   EXPECT_EQ(device.wait_ns, std::nullopt);
   EXPECT_EQ(device.grants, std::nullopt);

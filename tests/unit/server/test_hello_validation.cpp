@@ -58,6 +58,23 @@ TEST(HelloValidation, RefusesAClaimedPidThatIsNotThePeers) {
             "on its own connection)");
 }
 
+TEST(HelloValidation, TheJobsLeaderIsAPidWithItsStartOrNone) {
+  auto hello = valid_hello();
+  EXPECT_EQ(validate_hello(hello, kPeer)->leader, protocol::JobLeader{});
+  hello.leader_pid = 5001;
+  hello.leader_start_ticks = 777;
+  EXPECT_EQ(validate_hello(hello, kPeer)->leader, (protocol::JobLeader{5001, 777}));
+
+  for (const auto& [pid, start] : {std::pair<int32_t, uint64_t>{-1, 777}, {0, 777}, {5001, 0}}) {
+    hello.leader_pid = pid;
+    hello.leader_start_ticks = start;
+    const Result<TenantRequest> sut = validate_hello(hello, kPeer);
+    ASSERT_FALSE(sut) << pid << ":" << start;
+    EXPECT_EQ(sut.error(), "the job's leader (pid " + std::to_string(pid) + ", start " +
+                               std::to_string(start) + ") is not a pid with its start, nor none");
+  }
+}
+
 TEST(HelloValidation, RefusalsNameTheFieldAndStayOnOneLine) {
   auto hello = valid_hello();
   std::strcpy(hello.tenant, "bad\nid");
@@ -78,7 +95,7 @@ TEST(HelloValidation, ATooLongTenantIdIsRefused) {
 
 TEST(HelloValidation, OtherVersionsAreNamedBoth) {
   EXPECT_EQ(other_version_refusal(7),
-            "gpulimitd speaks protocol version 2 and this client version 7; use a "
+            "gpulimitd speaks protocol version 3 and this client version 7; use a "
             "libgpulimit.so and gpulimitd of the same release");
 }
 

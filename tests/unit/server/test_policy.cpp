@@ -434,6 +434,46 @@ unmanaged = "allow"
             UnmanagedAction::kKill);
 }
 
+TEST(PolicyPrecedence, TheOrphanRuleOfAUserHerGroupsOrTheDefaultsSettingBySetting) {
+  const auto sut = parse_good(R"(
+[defaults]
+orphan_grace = 300
+[groups.ml]
+orphans = "kill"
+orphan_grace = 120
+[groups.students]
+orphans = "warn"
+orphan_grace = 30
+[users.alice]
+orphans = "warn"
+)");
+  const OrphanRule otherwise{OrphanAction::kWarn, 60};
+
+  // Her own action, her groups' shortest grace.
+  EXPECT_EQ(sut->orphan_rule(alice_in({kMl, kStudents}), otherwise),
+            (OrphanRule{OrphanAction::kWarn, 30}));
+  // Kill over warn, whichever group comes first.
+  EXPECT_EQ(sut->orphan_rule(PeerIdentity{kBob, {kStudents, kMl}}, otherwise),
+            (OrphanRule{OrphanAction::kKill, 30}));
+  // The defaults' grace, the server's action.
+  EXPECT_EQ(sut->orphan_rule(PeerIdentity{kBob, {kUsers}}, otherwise),
+            (OrphanRule{OrphanAction::kWarn, 300}));
+  EXPECT_EQ(parse_good("")->orphan_rule(PeerIdentity{kBob, {kUsers}},
+                                        OrphanRule{OrphanAction::kKill, 5}),
+            (OrphanRule{OrphanAction::kKill, 5}));
+}
+
+TEST(PolicyFile, ImpossibleOrphanSettingsAreRefusedWithWhereAndWhy) {
+  EXPECT_EQ(error_of("[defaults]\norphans = \"reap\"\n"),
+            "policy.toml:2:11: orphans \"reap\": not \"warn\" or \"kill\"");
+  EXPECT_EQ(error_of("[defaults]\norphan_grace = -1\n"),
+            "policy.toml:2:16: orphan_grace -1: not a number of seconds from 0 to 604800");
+  EXPECT_EQ(error_of("[defaults]\norphan_grace = \"60s\"\n"),
+            "policy.toml:2:16: orphan_grace \"60s\": not a number of seconds from 0 to 604800");
+  EXPECT_EQ(error_of("[defaults]\norphan_grace = 604801\n"),
+            "policy.toml:2:16: orphan_grace 604801: not a number of seconds from 0 to 604800");
+}
+
 // ---------------------------------------------------------------------------
 // Clamping
 

@@ -70,7 +70,8 @@ TEST(StatusReport, WritesTheSchema) {
       "priority":"low",
       "devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000","memory_used":5,
                   "memory_cap":10,"share_target":0.3,"share_achieved":0.25,"held_ns":123,
-                  "wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}]})"));
+                  "wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}],
+      "leader":null,"orphaned_s":null,"orphan_kill_in_s":null})"));
   EXPECT_TRUE(sut["tenants"][1]["sm_percent"].is_null());
   EXPECT_TRUE(sut["tenants"][1]["devices"][0]["memory_used"].is_null());
   EXPECT_TRUE(sut["tenants"][1]["devices"][0]["memory_cap"].is_null());
@@ -79,7 +80,7 @@ TEST(StatusReport, WritesTheSchema) {
 }
 
 // Byte for byte what gpulimitd wrote before the schema had structs of its
-// own: operators' scripts read it.
+// own, with the newer fields appended: operators' scripts read it.
 TEST(StatusReport, WritesTheSameBytesAsEver) {
   Report status = snapshot_with_tenants(2);
   status.server.protocol = 2;
@@ -112,13 +113,16 @@ TEST(StatusReport, WritesTheSameBytesAsEver) {
       R"("number":1,"uid":1000,"user":"alice","pids":[10,11],"command":"python train.py",)"
       R"("sm_percent":30,"weight":2,"priority":"low","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":5,"memory_cap":10,"share_target":0.3,"share_achieved":0.25,)"
-      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}]},)"
+      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}],)"
+      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null},)"
       R"({"tenant":"t1","number":2,"uid":1000,"user":"alice","pids":[10,11],"command":"",)"
       R"("sm_percent":null,"weight":2,"priority":"high","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":null,"memory_cap":null,"share_target":0.3,"share_achieved":0.25,)"
-      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":null}]},)"
+      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":null}],)"
+      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null},)"
       R"({"tenant":"idle","number":0,"uid":0,"user":"bob","pids":[],"command":"",)"
-      R"("sm_percent":null,"weight":1,"priority":"normal","devices":[]}]})");
+      R"("sm_percent":null,"weight":1,"priority":"normal","devices":[],)"
+      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null}]})");
 }
 
 TEST(StatusReport, NamesTheMetricsAddressWhenServing) {

@@ -18,7 +18,8 @@ constexpr std::string_view kHamiDeviceMemPrefix =
 
 }  // namespace
 
-bool job_environment(char* const* base, const options::Limits& limits, const std::string& library,
+bool job_environment(char* const* base, const options::Limits& limits,
+                     const protocol::JobLeader& leader, const std::string& library,
                      std::vector<std::string>& out, std::string& error) {
   std::vector<std::string> environment;
   std::optional<std::string_view> preload;
@@ -32,7 +33,9 @@ bool job_environment(char* const* base, const options::Limits& limits, const std
     }
     // Every limit is in the variables written below; HAMi's per-device
     // caps name devices by index, which the job's processes may number anew.
-    if (options::is_option_variable(name) || name.starts_with(kHamiDeviceMemPrefix)) continue;
+    if (options::is_option_variable(name) || name.starts_with(kHamiDeviceMemPrefix) ||
+        name == protocol::kJobLeaderVariable)
+      continue;
     environment.emplace_back(assignment);
   }
 
@@ -42,6 +45,14 @@ bool job_environment(char* const* base, const options::Limits& limits, const std
     return false;
   }
   environment.insert(environment.end(), assignments.begin(), assignments.end());
+  if (leader.pid != 0) {
+    char value[48];
+    if (!protocol::format_job_leader(leader, value, sizeof value)) {
+      error = "cannot write " + std::string(protocol::kJobLeaderVariable);
+      return false;
+    }
+    environment.push_back(std::string(protocol::kJobLeaderVariable) + "=" + value);
+  }
   environment.push_back(std::string(kPreloadVariable) + "=" +
                         preload_with(library, preload.value_or("")));
   out = std::move(environment);

@@ -100,8 +100,12 @@ int run_job(int argc, char** argv, char** envp) {
     return fail(error);
   }
 
+  // The command runs as this process (exec): its leader, whose exit ends
+  // the job (an orphan is what outlives it).
+  protocol::JobLeader leader;
+  if (!protocol::read_job_leader(getpid(), leader)) leader = {};
   std::vector<std::string> environment;
-  if (!job_environment(envp, limits, library, environment, error)) return fail(error);
+  if (!job_environment(envp, limits, leader, library, environment, error)) return fail(error);
   sweep_stale_ledgers(limits.ledger_dir);
   const int status = run_command(invocation.command, environment, error);
   std::fprintf(stderr, "gpulimit: %s\n", error.c_str());

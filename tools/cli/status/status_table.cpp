@@ -152,6 +152,25 @@ std::string unmanaged_table(const std::vector<status::UnmanagedProcess>& unmanag
   return table.render();
 }
 
+// Jobs whose main process has exited while processes of them still use
+// the GPU (limiter-server/source/loop/orphans.cpp).
+std::string orphans_table(const std::vector<status::Tenant>& tenants) {
+  TextTable table;
+  table.add({"ORPHAN", "USER", "MAIN PID", "EXITED", "STILL RUNNING", "KILLED IN"});
+  bool any = false;
+  for (const status::Tenant& tenant : tenants) {
+    if (!tenant.orphaned_s) continue;
+    any = true;
+    std::string pids;
+    for (const int64_t pid : tenant.pids)
+      pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+    table.add({tenant.tenant, tenant.user, tenant.leader ? std::to_string(*tenant.leader) : "-",
+               format_duration(*tenant.orphaned_s) + " ago", pids.empty() ? "-" : pids,
+               tenant.orphan_kill_in_s ? format_duration(*tenant.orphan_kill_in_s) : "never"});
+  }
+  return any ? table.render() : std::string();
+}
+
 }  // namespace
 
 std::string format_bytes(uint64_t bytes) {
@@ -174,6 +193,8 @@ bool render_status_table(std::string_view json_text, std::string& out, std::stri
   if (!report.devices.empty()) text += "\n" + devices_table(report.devices);
   text += report.tenants.empty() ? "\nno tenants\n"
                                  : "\n" + tenants_table(report.tenants, report.devices);
+  if (const std::string orphans = orphans_table(report.tenants); !orphans.empty())
+    text += "\n" + orphans;
   if (!report.unmanaged.empty()) text += "\n" + unmanaged_table(report.unmanaged);
   out = std::move(text);
   return true;

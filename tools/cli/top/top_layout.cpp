@@ -74,7 +74,8 @@ std::string cell(const TopRow& row, Column column, std::size_t width) {
     case kOom:
       return row.oom_denials ? std::to_string(*row.oom_denials) : "-";
     case kCommand:
-      return row.command.empty() ? "-" : printable(row.command);
+      return (row.orphan ? "(orphan) " : "") +
+             (row.command.empty() ? std::string("-") : printable(row.command));
   }
   return "";
 }
@@ -220,6 +221,7 @@ TopRow row_of(const protocol::status::Tenant& tenant,
   row.user = tenant.user;
   row.command = tenant.command.value_or("");
   row.pids = tenant.pids;
+  row.orphan = tenant.orphaned_s.has_value();
   if (device) {
     row.memory_used = device->memory_used;
     row.memory_cap = device->memory_cap;

@@ -38,6 +38,7 @@ struct TopRow {
   std::optional<double> share_target;
   std::optional<uint64_t> wait_ns;
   std::optional<uint64_t> oom_denials;
+  bool orphan = false;  // its job's main process has exited (shown before the command)
 };
 
 // Biggest first for memory, share, wait and OOM denials (unknown last),

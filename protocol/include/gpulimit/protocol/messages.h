@@ -32,7 +32,8 @@ namespace gpulimit::protocol {
 inline constexpr uint32_t kMagic = 0x6d6c'7067;  // "gplm" on the wire
 // Raise with every change to a message below. 2: memory in Hello and
 // Welcome (the caps the policy grants), the policy's notice in Welcome.
-inline constexpr uint16_t kVersion = 2;
+// 3: the job's leader in Hello.
+inline constexpr uint16_t kVersion = 3;
 
 // The largest packet either side sends (StatusReply); a bigger one is cut
 // off by the kernel and rejected as truncated.
@@ -75,6 +76,11 @@ struct Hello {
   // a policy's percentages are of; 0: unknown).
   uint64_t memory_requested[shm::kBoardDevices];
   uint64_t memory_total[shm::kBoardDevices];
+  // The job's main process (job_leader.h), from GPULIMIT_JOB_LEADER; pid 0
+  // when the job names none. Only the tenant's first Hello's counts.
+  int32_t leader_pid;
+  uint32_t reserved;
+  uint64_t leader_start_ticks;
 };
 inline constexpr uint32_t kMaxWeight = 1000;
 

@@ -5,7 +5,7 @@
 // under the same name, in this order, for example:
 //
 // {"server":{"pid":4242,"mode":"user","socket":"/run/user/1000/gpulimit/gpulimitd.sock",
-//            "quantum_us":20000,"uptime_s":12.5,"protocol":2,"metrics":null},
+//            "quantum_us":20000,"uptime_s":12.5,"protocol":3,"metrics":null},
 //  "devices":[{"board_index":0,"uuid":"GPU-11223344-5566-7788-99aa-bbccddeeff00",
 //              "holder":"train-42","waiting":1}],
 //  "unmanaged":[{"pid":31337,"uid":1002,"user":"carol","command":"python3",
@@ -17,7 +17,8 @@
 //                          "memory_used":3221225472,"memory_cap":8589934592,
 //                          "share_target":0.75,"share_achieved":0.74,"held_ns":9120000000,
 //                          "wait_ns":2310000000,"grants":412,"revokes":411,"overruns":0,
-//                          "oom_denials":3}]}]}
+//                          "oom_denials":3}],
+//              "leader":5001,"orphaned_s":null,"orphan_kill_in_s":null}]}
 //
 // An optional field is null in the JSON when it has no value. Fields marked
 // "newer" came after the first gpulimitd: it sends them all now, but a
@@ -119,6 +120,15 @@ struct Tenant {
   uint32_t weight = 1;                    // its share under contention, 1 to kMaxWeight
   Priority priority = Priority::kNormal;  // "low", "normal" or "high" (priority_name)
   std::vector<TenantDevice> devices;      // the devices its processes use, in board order
+  // Newer. Its job's main process (protocol/job_leader.h); none when the job
+  // names none.
+  std::optional<int64_t> leader;
+  // Newer. Seconds since the leader exited while the tenant still runs (an
+  // orphan); none while the leader runs.
+  std::optional<double> orphaned_s;
+  // Newer. Seconds until gpulimitd kills the orphan (policy orphans =
+  // "kill"); none when it will not.
+  std::optional<double> orphan_kill_in_s;
 
   friend bool operator==(const Tenant&, const Tenant&) = default;
 };

@@ -13,6 +13,8 @@ namespace gpulimit::usage {
 
 // How a tenant's record was closed.
 inline constexpr const char* kEndedLeft = "left";        // its last process left
+// An orphan (its job's main process gone) that gpulimitd killed by policy.
+inline constexpr const char* kEndedOrphanKilled = "killed-orphan";
 inline constexpr const char* kEndedStopped = "stopped";  // the server stopped while it ran
 inline constexpr const char* kEndedLost = "lost";  // the server died while it ran: found at the
                                                    // next start, ended at its last update

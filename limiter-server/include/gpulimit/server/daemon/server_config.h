@@ -6,6 +6,7 @@
 
 #include "gpulimit/server/loop/connection_limits.h"
 #include "gpulimit/server/metrics/metrics_address.h"
+#include "gpulimit/server/policy/policy.h"
 #include "gpulimit/server/scheduling/scheduling_types.h"
 #include "gpulimit/server/scheduling/token_scheduler.h"
 #include "gpulimit/server/watcher/watcher_config.h"
@@ -46,6 +47,9 @@ struct ServerConfig {
   TimeNs usage_interval_ns = kDefaultUsageIntervalNs;
   // The BPF watcher, unmanaged GPU processes, the driver cross-check.
   WatcherConfig watcher;
+  // What to do about an orphaned job (loop/orphans.h) where the policy file
+  // says nothing: --orphans, --orphan-grace.
+  OrphanRule orphans;
   // Stop on SIGTERM and SIGINT (through a signalfd); off for servers run
   // inside a test or benchmark thread.
   bool handle_signals = true;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpulimit/protocol/job_leader.h"
 #include "gpulimit/protocol/messages.h"
 #include "gpulimit/server/result.h"
 #include "gpulimit/server/scheduling/scheduling_types.h"
@@ -23,6 +24,7 @@ struct TenantRequest {
   ComputeShare share;             // as asked, before policy
   std::string ledger_dir;         // absolute
   std::vector<DeviceUuid> uuids;  // in the Hello's order, duplicates kept
+  protocol::JobLeader leader;     // pid 0: none named
 };
 
 // Checks `hello`, sent from a process the kernel says is `peer_pid`.

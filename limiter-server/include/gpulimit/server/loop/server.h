@@ -36,6 +36,7 @@
 #include "gpulimit/server/loop/event_loop.h"
 #include "gpulimit/server/loop/ledger_reaper.h"
 #include "gpulimit/server/loop/machine_gpus.h"
+#include "gpulimit/server/loop/orphans.h"
 #include "gpulimit/server/loop/tenant_registry.h"
 #include "gpulimit/server/metrics/metrics_endpoint.h"
 #include "gpulimit/server/metrics/status_report.h"
@@ -154,6 +155,9 @@ class Server {
   // Withdraws from the board each of `devices` no process sees any more.
   void withdraw_unused(const std::vector<DeviceIndex>& devices, TimeNs now);
   void process_exited(pid_t pid);
+  // Orphans (orphans.h): said when a tenant becomes one, ended when due.
+  void tenant_orphaned(TenantNumber tenant);
+  void kill_orphan(TenantNumber tenant);
 
   // Scheduling.
   void apply_token_changes(TimeNs now);
@@ -182,6 +186,7 @@ class Server {
   std::unordered_map<TenantNumber, ComputeShare> asked_shares_;
   HandoffTracker handoffs_;
   LedgerReaper reaper_;
+  Orphans orphans_;
   std::unique_ptr<MetricsEndpoint> metrics_;  // null: no metrics
   std::unique_ptr<UsageRecorder> usage_;      // null: no usage database
   TimeNs next_usage_at_ = 0;

@@ -7,7 +7,8 @@
 // uid's supplementary groups from getgrouplist), never from the client.
 //
 // Precedence, setting by setting (each of memory, max_memory, sm, max_sm,
-// weight, max_weight, priority, max_priority, devices, unmanaged):
+// weight, max_weight, priority, max_priority, devices, unmanaged, orphans,
+// orphan_grace):
 //   1. the user's entry, if it sets it;
 //   2. else the entries of the groups the user is in that set it: the most
 //      restrictive of them wins (the smallest number, the lowest priority,
@@ -39,6 +40,20 @@ namespace gpulimit::server {
 enum class UnmanagedAction { kAllow, kWarn, kKill };
 const char* unmanaged_action_name(UnmanagedAction action);
 
+// What gpulimitd does about an orphan: a job whose main process exited while
+// processes of it still use the GPU (loop/orphans.h). Warn: shown in status
+// and logged. Kill: also SIGKILLed, every process of it, once it has been an
+// orphan for the grace period.
+enum class OrphanAction { kWarn, kKill };
+const char* orphan_action_name(OrphanAction action);
+inline constexpr uint32_t kMaxOrphanGraceSeconds = 7 * 24 * 3600;
+struct OrphanRule {
+  OrphanAction action = OrphanAction::kWarn;
+  uint32_t grace_s = 60;
+
+  friend bool operator==(const OrphanRule&, const OrphanRule&) = default;
+};
+
 using GpuUuid = options::DeviceUuid;  // the same 16 bytes everywhere
 
 // The settings one table of the file gives. Memory is kept as written
@@ -61,6 +76,8 @@ struct PolicyEntry {
   std::map<GpuUuid, PolicySettings> device;
   std::optional<std::vector<GpuUuid>> allowed_devices;  // `devices = [...]`
   std::optional<UnmanagedAction> unmanaged;
+  std::optional<OrphanAction> orphans;
+  std::optional<uint32_t> orphan_grace_s;  // `orphan_grace`, in seconds
 };
 
 // Who a peer is, from the kernel: its uid and every group it is in (the
@@ -111,6 +128,11 @@ struct Policy {
                                    UnmanagedAction otherwise = UnmanagedAction::kAllow) const;
   UnmanagedAction unmanaged_action(const PeerIdentity& who,
                                    UnmanagedAction otherwise = UnmanagedAction::kAllow) const;
+  // What to do about an orphaned job of `who`, setting by setting (orphans,
+  // orphan_grace) as above: kill over warn, the shortest grace. `otherwise`
+  // gives what no entry that applies says (gpulimitd's --orphans and
+  // --orphan-grace).
+  OrphanRule orphan_rule(const PeerIdentity& who, const OrphanRule& otherwise) const;
 };
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex digits of either case) as

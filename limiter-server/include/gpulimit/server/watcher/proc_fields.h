@@ -9,12 +9,12 @@
 #include <optional>
 #include <string_view>
 
+#include "gpulimit/protocol/job_leader.h"
+
 namespace gpulimit::server {
 
-// Field 22 of /proc/PID/stat (starttime, in clock ticks since boot); 0
-// when `stat` holds none. Counts fields from the last ')', which ends the
-// command whatever it holds.
-uint64_t stat_start_ticks(std::string_view stat);
+// Field 22 of /proc/PID/stat, as a job's leader is told apart by.
+using protocol::stat_start_ticks;
 
 // The real id of the `key` line of /proc/PID/status ("Uid:" or "Gid:", the
 // first of the ids on the line); nullopt when there is no such line.
