@@ -119,12 +119,15 @@ void hooks_no_op() {}
 
 // ---- TOOLS_TLS -------------------------------------------------------------------
 
-// Slot 2 is called by cuBLAS's SGEMM path (twice: a stack address, a word,
-// a pointer). Its meaning is not public; with no tool attached, success that
-// writes nothing is what lets SGEMM go on (CUDA_ERROR_NOT_SUPPORTED makes it
-// fail with CUBLAS_STATUS_NOT_SUPPORTED). Not checked against a real driver.
-CUresult tools_tls_no_tool() {
-  return CUDA_SUCCESS;
+// Slot 2: the calling thread's current context (NULL when none), as
+// cuCtxGetCurrent answers. cuBLASLt 13.1 calls it before its SGEMM
+// heuristics with the address of an uninitialised stack word and hands what
+// it finds there to TOOLS_CONTEXT slot 4 (the context's id): a success that
+// leaves the word alone makes SGEMM depend on old stack contents. Its meaning
+// follows from that use and from the name a public table dump gives it
+// ("get_thread_context"); not checked against a real driver.
+CUresult tools_thread_context(CUcontext* pctx) {
+  return cuCtxGetCurrent(pctx);
 }
 
 // ---- CONTEXT_LOCAL_STORAGE -------------------------------------------------------
@@ -250,7 +253,7 @@ struct Tables {
     cudart.set(12, &cudart_load_compilers);
     hooks.set(1, &hooks_no_op);
 
-    tools_tls.set(2, &tools_tls_no_tool);
+    tools_tls.set(2, &tools_thread_context);
     hooks.set(2, &hooks_large_buffer);
     hooks.set(4, &hooks_no_op);
     hooks.set(6, &hooks_small_buffer);
