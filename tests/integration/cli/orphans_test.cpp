@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpulimit/testing/server_listening.h"
+#include "job_under_server.h"
 #include "simulated_machine.h"
 #include "workload_process.h"
 
@@ -62,13 +63,7 @@ class Orphans : public testing::Test {
   }
 
   Environment job_environment(const std::string& tenant) const {
-    Environment env = machine_.environment();
-    env = with(env, "GPULIMIT_SOCKET", socket_path());
-    env = with(env, "GPULIMIT_LEDGER_DIR", ledgers_.path());
-    env = with(env, "GPULIMIT_LIBRARY", kLibrary);
-    env = with(env, "GPULIMIT_TENANT", tenant);
-    env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
-    return env;
+    return job_under_server(machine_, socket_path(), ledgers_.path(), tenant);
   }
 
   // `gpulimit --mem 1G -- sh -c SCRIPT`, where SCRIPT starts an allocator

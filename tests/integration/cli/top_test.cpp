@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpulimit/testing/server_listening.h"
+#include "job_under_server.h"
 #include "simulated_machine.h"
 #include "top_terminal_process.h"
 #include "workload_process.h"
@@ -81,12 +82,7 @@ class Top : public testing::Test {
 
   // A tenant `id` capped at `mem` that holds `hold` of it until killed.
   void start_tenant(const std::string& id, const std::string& mem, const std::string& hold) {
-    Environment env = machine_.environment();
-    env = with(env, "GPULIMIT_SOCKET", socket_path());
-    env = with(env, "GPULIMIT_LEDGER_DIR", ledgers_.path());
-    env = with(env, "GPULIMIT_LIBRARY", kLibrary);
-    env = with(env, "GPULIMIT_TENANT", id);
-    env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
+    const Environment env = job_under_server(machine_, socket_path(), ledgers_.path(), id);
     tenants_.push_back(std::make_unique<WorkloadProcess>(
         kCli,
         std::vector<std::string>{"--mem", mem, "--", kAllocator, "--target", hold, "--chunk", "16M",

@@ -18,6 +18,7 @@
 
 #include "gpulimit/testing/server_listening.h"
 #include "gpulimit/usage/usage_database.h"
+#include "job_under_server.h"
 #include "simulated_machine.h"
 #include "workload_process.h"
 
@@ -75,13 +76,7 @@ class Usage : public testing::Test {
   }
 
   Environment tenant_environment(const std::string& id) const {
-    Environment env = machine_.environment();
-    env = with(env, "GPULIMIT_SOCKET", socket_path());
-    env = with(env, "GPULIMIT_LEDGER_DIR", ledgers_.path());
-    env = with(env, "GPULIMIT_LIBRARY", kLibrary);
-    env = with(env, "GPULIMIT_TENANT", id);
-    env = with(env, "ASAN_OPTIONS", "verify_asan_link_order=0");
-    return env;
+    return job_under_server(machine_, socket_path(), ledgers_.path(), id);
   }
 
   WorkloadRun usage_report(const std::vector<std::string>& args) const {
