@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 
 #include "gpulimit/server/loop/process_descriptor.h"
@@ -25,6 +26,13 @@ void Orphans::watch(TenantNumber tenant, const protocol::JobLeader& leader, Time
   // The pidfd first, then the start time: the descriptor pins whichever
   // process has the pid, and the start time says whether it is the leader.
   entry.pidfd = pidfd_open(leader.pid);
+  if (entry.pidfd < 0 && errno != ESRCH) {
+    // No pidfd for a reason other than the leader's absence (a kernel
+    // before 5.3, no descriptors left): nobody could learn of its exit, so
+    // the tenant is shown as led by nobody known, never as an orphan.
+    entries_.erase(tenant);
+    return;
+  }
   protocol::JobLeader now_there;
   if (entry.pidfd < 0 || !protocol::read_job_leader(leader.pid, now_there) || now_there != leader) {
     leader_exited(tenant, now);
