@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "md2.h"
@@ -133,9 +134,7 @@ TEST_F(ExportTables, OtherTablesAreRefused) {
 TEST_F(ExportTables, SlotsNobodyCallsReturnAnError) {
   EXPECT_EQ(slot<NoArgumentsFn>(kCudart, 3)(), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(slot<NoArgumentsFn>(kToolsTls, 1)(), CUDA_ERROR_NOT_SUPPORTED);
-  // cuBLASLt calls these two without checking them (tests/fakecuda/README.md):
-  // the tools' slot succeeds, the matmul table's slots fail.
-  EXPECT_EQ(slot<NoArgumentsFn>(kToolsTls, 2)(), CUDA_SUCCESS);
+  // cuBLASLt calls these two without checking them (tests/fakecuda/README.md).
   EXPECT_EQ(slot<NoArgumentsFn>(kMatmul, 4)(), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(slot<NoArgumentsFn>(kMatmul, 13)(), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(slot<NoArgumentsFn>(kToolsContext, 92)(), CUDA_ERROR_NOT_SUPPORTED);
@@ -390,13 +389,47 @@ TEST_F(ExportTables, RuntimeCallbackBuffers) {
   EXPECT_EQ(small_size, 14u);
 }
 
+// TOOLS_TLS slot 2 writes the calling thread's current context, whatever
+// the word held before: cuBLASLt hands it an uninitialised one.
+using ThreadContextFn = CUresult (*)(CUcontext*);
+using ContextIdFn = CUresult (*)(CUcontext, unsigned long long*);
+
+TEST_F(ExportTables, ToolsThreadContextIsTheCurrentContext) {
+  const auto thread_context = slot<ThreadContextFn>(kToolsTls, 2);
+  ASSERT_CU(cuCtxSetCurrent(nullptr));
+  CUcontext got = reinterpret_cast<CUcontext>(0x000a000200191c14);
+  ASSERT_CU(thread_context(&got));
+  EXPECT_EQ(got, nullptr);
+
+  CUcontext ctx = nullptr;
+  ASSERT_CU(cuCtxCreate_v2(&ctx, 0, 0));
+  got = reinterpret_cast<CUcontext>(0x000a000200191c14);
+  ASSERT_CU(thread_context(&got));
+  EXPECT_EQ(got, ctx);
+  // What cuBLASLt does next: the context's id through TOOLS_CONTEXT.
+  unsigned long long id = 0, expected = 0;
+  ASSERT_CU(slot<ContextIdFn>(kToolsContext, 4)(got, &id));
+  ASSERT_CU(cuCtxGetId(ctx, &expected));
+  EXPECT_EQ(id, expected);
+
+  // Per thread: another thread without a current context sees none.
+  CUcontext other_thread = ctx;
+  CUresult other_result = CUDA_ERROR_UNKNOWN;
+  std::thread([&] { other_result = thread_context(&other_thread); }).join();
+  EXPECT_CU(other_result);
+  EXPECT_EQ(other_thread, nullptr);
+
+  EXPECT_EQ(thread_context(nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuCtxDestroy_v2(ctx));
+  ASSERT_CU(cuCtxSetCurrent(nullptr));
+}
+
 TEST_F(ExportTables, ToolsContextIdsAndStreams) {
   init_primary(0);
   CUcontext ctx = nullptr;
   ASSERT_CU(cuCtxGetCurrent(&ctx));
-  using IdFn = CUresult (*)(CUcontext, unsigned long long*);
   unsigned long long id = 0, expected = 0;
-  ASSERT_CU(slot<IdFn>(kToolsContext, 4)(ctx, &id));
+  ASSERT_CU(slot<ContextIdFn>(kToolsContext, 4)(ctx, &id));
   ASSERT_CU(cuCtxGetId(ctx, &expected));
   EXPECT_EQ(id, expected);
 
