@@ -173,6 +173,12 @@ TEST_F(Policy, SmWeightAndPriorityAboveTheMaximaAreLowered) {
       output);
 
   const nlohmann::json tenant = wait_for_tenant("greedy");
+  // The server lists the tenant once it has sent the Welcome; the process
+  // prints the notice after it reads it.
+  const auto deadline = std::chrono::steady_clock::now() + kProgramTimeout;
+  while (read_file(output).find("gpulimit: the policy lowers") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(20));
   spinner.signal(SIGKILL);
   wait_for_program(spinner, kProgramTimeout);
 
