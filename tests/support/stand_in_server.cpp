@@ -73,16 +73,24 @@ void StandInServer::wake(uint32_t device) {
 }
 
 void StandInServer::grant(uint32_t device, uint32_t tenant) {
-  shm::BoardDevice& d = board_->writable()->devices[device];
-  d.grant.fetch_add(1, std::memory_order_release);
-  d.token.store(shm::token_held(tenant), std::memory_order_release);
+  grant_unwoken(device, tenant);
   wake(device);
 }
 
 void StandInServer::revoke(uint32_t device) {
+  revoke_unwoken(device);
+  wake(device);
+}
+
+void StandInServer::grant_unwoken(uint32_t device, uint32_t tenant) {
+  shm::BoardDevice& d = board_->writable()->devices[device];
+  d.grant.fetch_add(1, std::memory_order_release);
+  d.token.store(shm::token_held(tenant), std::memory_order_release);
+}
+
+void StandInServer::revoke_unwoken(uint32_t device) {
   shm::BoardDevice& d = board_->writable()->devices[device];
   d.token.store(shm::token_revoked(shm::token_holder(d.token.load())), std::memory_order_release);
-  wake(device);
 }
 
 void StandInServer::set_waiting(uint32_t device, uint32_t waiting) {

@@ -96,7 +96,11 @@ void* drain(void* argument) {
   const uint32_t board_device = session.board_index(task.ordinal);
   relax_capture_mode();
 
-  IdleWatch idle(std::chrono::microseconds(std::max<uint32_t>(session.quantum_us() / 4, 1000)));
+  // A quarter quantum: the idle window, and the longest sleep on a revoke
+  // already acknowledged.
+  const Clock::duration quarter =
+      std::chrono::microseconds(std::max<uint32_t>(session.quantum_us() / 4, 1000));
+  IdleWatch idle(quarter);
   GrantNote acked;
   GrantNote reported_idle;
   while (!session.closed()) {
@@ -117,6 +121,14 @@ void* drain(void* argument) {
         acked.note(grant);
         continue;
       }
+      // Acknowledged: sleep, but not for good. The token can be released,
+      // granted to this tenant again and revoked again between the loads
+      // above and the futex call, all with their wakes before this thread
+      // sleeps: the word holds `token` again, and a new revoke waits for an
+      // Ack. The server gives a revoke ack_timeout (five quanta) before it
+      // counts an overrun.
+      session.wait_for(device.token, token, quarter);
+      continue;
     } else if (token == session.held() && device.waiting.load(std::memory_order_acquire) > 0) {
       const uint32_t grant = device.grant.load(std::memory_order_acquire);
       if (!reported_idle.is(grant)) {

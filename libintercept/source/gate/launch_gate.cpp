@@ -1,5 +1,8 @@
 #include "gate/launch_gate.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "gate/gate_attachment.h"
 #include "gate/gate_session.h"
 
@@ -49,6 +52,13 @@ int launch_device(const GateView& view) {
   if (view.session) view.session->record_context(slot, context);
   cached = ThreadDevice{&view, context, slot};
   return slot;
+}
+
+// How long a waiting launch sleeps at most before it looks at the grant
+// again: one quantum. A lost wake costs the launch at most that, and a
+// thread waits with at most one wake a quantum of its own.
+std::chrono::nanoseconds look_again_after(const GateSession& session) {
+  return std::chrono::microseconds(std::max<uint32_t>(session.quantum_us(), 1000));
 }
 
 }  // namespace
@@ -115,7 +125,13 @@ CUresult launch_slow_path(LaunchSlot* slot, uint64_t inside, CUstream stream, St
       wanted_from = &waiting_in;
       wanted_grant = grant;
     }
-    waiting_in.wait(word, token);
+    // Never for good: the token may leave `token` and come back to it
+    // between the load above and the futex call (granted to this tenant,
+    // given back as idle, granted to the other one again), and the wakes
+    // of those moves come before this thread sleeps. The server then no
+    // longer counts this tenant as wanting; only a look at `grant` after
+    // the bound, and the Want it sends, ends the wait.
+    waiting_in.wait_for(word, token, look_again_after(waiting_in));
     inside = enter_launch(*slot);
   }
 }

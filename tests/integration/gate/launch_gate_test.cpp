@@ -298,6 +298,51 @@ TEST_F(LaunchGate, ReportsIdleOncePerGrantWhenTheHolderStopsLaunchingWhileOthers
   EXPECT_TRUE(again);
 }
 
+// A lost wake: the token went to the probe and back to the other tenant
+// while the waiting launch was between its look at the token and its futex
+// call, so it sleeps on the value it saw with the wakes already gone, and
+// the server no longer counts it as wanting. Its wait is bounded: it looks
+// again, sees a later grant and says Want again.
+TEST_F(LaunchGate, AWaitingLaunchWantsAgainAfterAGrantWhoseWakeItMissed) {
+  StandInServer& server = start_server();
+  server.grant(0, kOtherTenant);
+  auto probe = attached_probe();
+  probe->send("launch kernel 1000000 1");
+  ASSERT_TRUE(server.wait_for(from(probe->pid(), Type::kWant), kSoon));
+  EXPECT_FALSE(probe->read_line(kBlocked)) << "launched while another tenant held the token";
+
+  server.grant_unwoken(0, 1);
+  server.grant_unwoken(0, kOtherTenant);
+  EXPECT_TRUE(server.wait_for_count(from(probe->pid(), Type::kWant), 2, kSoon))
+      << "the waiting launch slept through the grant for good";
+
+  server.grant(0, 1);
+  const auto launched = probe->read_line(kSoon);
+  ASSERT_TRUE(launched) << probe->stderr_text();
+  EXPECT_EQ(words(*launched)[1], "0");
+}
+
+// The same for the drain thread: after its Ack it sleeps on token_revoked;
+// the token is granted to the probe again and revoked again, all unwoken.
+// The new revoke still gets its Ack, well within the server's ack timeout.
+TEST_F(LaunchGate, AcknowledgesARevokeWhoseWakeItMissed) {
+  StandInServer& server = start_server();
+  server.grant(0, 1);
+  auto probe = attached_probe();
+  ASSERT_TRUE(probe->ask("launch kernel 1000000 1"));
+  server.revoke(0);
+  ASSERT_TRUE(server.wait_for(from(probe->pid(), Type::kAck), kSoon));
+  std::this_thread::sleep_for(kBlocked);  // the drain thread asleep on token_revoked(1)
+
+  server.grant_unwoken(0, 1);
+  const uint32_t again = server.grant_number(0);
+  server.revoke_unwoken(0);
+  const auto ack = server.wait_for(
+      [&](const Received& r) { return from(probe->pid(), Type::kAck)(r) && r.grant == again; },
+      kSoon);
+  EXPECT_TRUE(ack) << "the drain thread slept through the second revoke";
+}
+
 TEST_F(LaunchGate, TurnsUngatedWhenTheServerGoesAndAWaitingLaunchProceeds) {
   StandInServer& server = start_server();
   server.grant(0, kOtherTenant);

@@ -60,6 +60,10 @@ class StandInServer {
   // server does. grant(): a new grant number, then token_held(tenant).
   void grant(uint32_t device, uint32_t tenant);
   void revoke(uint32_t device);  // token_revoked(the holder)
+  // The same moves with no wake: what a waiter finds whose wakes all came
+  // between its look at the token and its futex call.
+  void grant_unwoken(uint32_t device, uint32_t tenant);
+  void revoke_unwoken(uint32_t device);
   void set_waiting(uint32_t device, uint32_t waiting);
   uint32_t grant_number(uint32_t device) const;
   uint32_t token(uint32_t device) const;
