@@ -38,6 +38,9 @@
  *                          found this; README.md)
  *   -DBROKEN_NO_CLEAR      gpulimitd before its fix: no clear of the token
  *                          between a release and the grant right behind it
+ *   -DBROKEN_UNTIMED_WAITS the waits before their fix: a waiting launch, and
+ *                          the drain thread on a revoke it acknowledged,
+ *                          sleep until woken, however long
  */
 
 #ifndef NPROC
@@ -64,6 +67,22 @@ mtype = { WANT, ACK };
 byte token;             /* BoardDevice::token, a futex word */
 byte grant;             /* BoardDevice::grant */
 bool sleeping[NTH + NPROC];  /* futex waiters on `token`: launching threads, then drain threads */
+/* Asleep on a word that a grant has already moved and moved back since the
+ * thread last looked at `grant`: a wake lost before the futex call. Only
+ * such a sleeper's bounded wait is let run out. A bounded wait that runs
+ * out otherwise finds nothing new and goes back to sleep on the same word
+ * with nothing sent, a stutter (the drain thread may see its sequence
+ * word move meanwhile, and waits the longer); and every move of the token
+ * while a thread sleeps ends in a wake (set_token), or the server is gone
+ * and close() wakes it. */
+bool stale[NTH + NPROC];
+/* A waiting launch's bound runs out in the model only while nothing else
+ * would end its wait: the server neither counts its tenant as wanting nor
+ * has a message of its process to read, and the tenant does not hold the
+ * token. Otherwise a grant, and its wake, is coming; the Want the thread
+ * would send again changes nothing at a server that counts the tenant as
+ * wanting already. */
+#define FORGOTTEN(p) (!seat_wanting[TEN(p)] && len(to_server[p]) == 0 && holder != TEN(p))
 
 /* ---- the connections: one per process, in order ---- */
 chan to_server[NPROC] = [3] of { mtype, byte };
@@ -378,8 +397,22 @@ end_loop:
  * load are one step. */
 inline session_wait(p, me, seen) {
   waiters[p]++;
-  d_step { if :: !closed[p] && token == seen -> sleeping[me] = true :: else fi };
+  d_step {
+    if
+    :: !closed[p] && token == seen -> sleeping[me] = true; stale[me] = (grant != wanted_grant)
+    :: else
+    fi
+  };
+#ifdef BROKEN_UNTIMED_WAITS
   !sleeping[me]
+#else
+  /* woken, or the bound (one quantum) runs out */
+  if
+  :: !sleeping[me]
+  :: sleeping[me] && stale[me] && FORGOTTEN(p) -> sleeping[me] = false
+  fi;
+#endif
+  stale[me] = false
 }
 
 /* GateConnection::send: nothing once the connection is closed; a message to
@@ -525,11 +558,25 @@ end_loop:
        :: else
        fi;
        /* session.wait(device.token, token): asleep for good while nobody
-        * revokes, a valid end */
+        * revokes, a valid end; on a revoke already acknowledged,
+        * wait_for(quarter quantum) (`stale`: see session_wait) */
        waiters[p]++;
-       d_step { if :: !closed[p] && token == tok -> sleeping[me] = true :: else fi; g = 0 };
+       d_step {
+         if
+         :: !closed[p] && token == tok ->
+            sleeping[me] = true; stale[me] = (tok == REVOKED(TEN(p)) && grant != acked)
+         :: else
+         fi;
+         g = 0
+       };
 end_asleep:
-       !sleeping[me];
+       if
+       :: !sleeping[me]
+#ifndef BROKEN_UNTIMED_WAITS
+       :: sleeping[me] && stale[me] -> sleeping[me] = false
+#endif
+       fi;
+       stale[me] = false;
        waiters[p]--;
 next:
        skip
