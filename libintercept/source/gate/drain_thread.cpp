@@ -125,8 +125,8 @@ void* drain(void* argument) {
       // granted to this tenant again and revoked again between the loads
       // above and the futex call, all with their wakes before this thread
       // sleeps: the word holds `token` again, and a new revoke waits for an
-      // Ack. The server gives a revoke ack_timeout (five quanta) before it
-      // counts an overrun.
+      // Ack. The server gives a revoke its ack timeout (five quanta by
+      // default) before it counts an overrun.
       session.wait_for(device.token, token, quarter);
       continue;
     } else if (token == session.held() && device.waiting.load(std::memory_order_acquire) > 0) {
