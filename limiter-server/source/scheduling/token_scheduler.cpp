@@ -1,6 +1,8 @@
 #include "gpulimit/server/scheduling/token_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 #include "gpulimit/server/scheduling/share_targets.h"
 
@@ -13,6 +15,29 @@ constexpr int64_t kAckTimeoutQuanta = 5;
 // Ceiling of a / b for a >= 0, b > 0.
 int64_t divide_up(int64_t a, int64_t b) {
   return (a + b - 1) / b;
+}
+
+// Exact integer stride: `held` ns charged at `share`, the remainder carried
+// so that no nanosecond is lost.
+void charge_stride(int64_t& vtime, int64_t& remainder, int64_t held, uint32_t share) {
+  const int64_t scaled = held + remainder;
+  vtime += scaled / share;
+  remainder = scaled % share;
+}
+
+// Idling earns no credit: a vtime behind `lowest` is brought up to it.
+void lift_to(int64_t& vtime, int64_t& remainder, int64_t lowest) {
+  if (lowest > vtime) {
+    vtime = lowest;
+    remainder = 0;
+  }
+}
+
+ShareBranch kept_branch(const ShareBranch& branch) {
+  ShareBranch kept = branch;
+  kept.group_share = std::max<uint32_t>(1, branch.group_share);  // divisors of held time
+  kept.user_share = std::max<uint32_t>(1, branch.user_share);
+  return kept;
 }
 
 // The length of [start, end) that lies within [from, to).
@@ -28,10 +53,30 @@ TimeNs default_ack_timeout(TimeNs quantum_ns) {
 
 TokenScheduler::TokenScheduler(const SchedulerSettings& settings) : settings_(settings) {}
 
-void TokenScheduler::add_tenant(TenantNumber tenant, const ComputeShare& share) {
+void TokenScheduler::add_tenant(TenantNumber tenant, const ComputeShare& share,
+                                const ShareBranch& branch) {
   ComputeShare& kept = tenants_[tenant];
   kept = share;
   kept.weight = std::max<uint32_t>(1, share.weight);  // a divisor of held time
+  branches_[tenant] = kept_branch(branch);
+}
+
+void TokenScheduler::change_branch(TenantNumber tenant, const ShareBranch& branch, TimeNs now) {
+  const auto known = branches_.find(tenant);
+  if (known == branches_.end()) return;
+  ShareBranch kept = kept_branch(branch);
+  kept.group = known->second.group;  // who the tenant is does not change
+  kept.user = known->second.user;
+  known->second = kept;
+  for (auto& [index, device] : devices_) {
+    const auto found = device.seats.find(tenant);
+    if (found == device.seats.end()) continue;
+    charge_holder(device, now);  // what was held so far, under the old shares
+    found->second.branch = kept;
+    device.groups[kept.group].share = kept.group_share;
+    device.users[{kept.group, kept.user}].share = kept.user_share;
+    reconsider(index, device, now);
+  }
 }
 
 void TokenScheduler::change_share(TenantNumber tenant, const ComputeShare& share, TimeNs now) {
@@ -63,6 +108,7 @@ void TokenScheduler::remove_tenant(TenantNumber tenant, TimeNs now) {
   for (auto& [index, device] : devices_)
     leave_device(tenant, index, now);
   tenants_.erase(tenant);
+  branches_.erase(tenant);
   counters_.erase(tenant);
 }
 
@@ -73,6 +119,7 @@ void TokenScheduler::leave_device(TenantNumber tenant, DeviceIndex index, TimeNs
   if (device.holder == tenant) release(index, device, TokenChange::Reason::kHolderLeft, now);
   if (const auto seat = device.seats.find(tenant); seat != device.seats.end()) {
     end_wait_unserved(tenant, index, seat->second, now);
+    if (seat->second.wanting) mark_inactive(device, seat->second, now);
     device.seats.erase(seat);
   }
   reconsider(index, device, now);
@@ -101,11 +148,12 @@ void TokenScheduler::set_wanting(TenantNumber tenant, DeviceIndex index, bool wa
     seat.wanted_order = ++want_counter_;
     // A draining holder's wait starts when its hold ends (release()).
     seat.wanting_since = now;
-    if (!was_active) lift_vtime(device, tenant);
+    if (!was_active) lift_vtime(device, tenant, now);
   } else {
     if (!seat.wanting) return;
     end_wait_unserved(tenant, index, seat, now);
     seat.wanting = false;
+    if (device.holder != tenant) mark_inactive(device, seat, now);
   }
   reconsider(index, device, now);
 }
@@ -186,8 +234,10 @@ DeviceShareFigures TokenScheduler::figures(TenantNumber tenant, DeviceIndex inde
 
   std::vector<ShareDemand> demands;
   for (const auto& [other, other_seat] : device->seats)
-    if (other_seat.wanting || other == device->holder)
-      demands.push_back(ShareDemand{other, other_seat.share});
+    if (active(*device, other, other_seat))
+      demands.push_back(ShareDemand{other, other_seat.share, other_seat.branch,
+                                    usage_factor(*device, other_seat, false, now),
+                                    usage_factor(*device, other_seat, true, now)});
   for (const ShareTarget& target : share_targets(demands))
     if (target.tenant == tenant) figures.share_target = target.fraction;
   return figures;
@@ -242,6 +292,8 @@ TokenScheduler::Seat& TokenScheduler::seat_for(Device& device, TenantNumber tena
   Seat& seat = found->second;
   if (created) {
     seat.share = share_of(tenant);
+    if (const auto branch = branches_.find(tenant); branch != branches_.end())
+      seat.branch = branch->second;
     seat.seated_at = now;
     // One slice to start with, not a full bucket: a new tenant opens with no
     // burst beyond its cap.
@@ -285,10 +337,14 @@ void TokenScheduler::charge_holder(Device& device, TimeNs now) {
   Seat& seat = device.seats[device.holder];
   const ComputeShare& share = seat.share;
   const TimeNs held = now - device.charged_until;
-  // Exact integer stride: the remainder is carried, so no nanosecond is lost.
-  const int64_t scaled = held + seat.vtime_remainder;
-  seat.vtime += scaled / share.weight;
-  seat.vtime_remainder = scaled % share.weight;
+  const ShareBranch& branch = seat.branch;
+  charge_stride(seat.vtime, seat.vtime_remainder, held, share.weight);
+  // The factors as of the hold's end, before it joins the history.
+  const double user_factor = usage_factor(device, seat, true, now);
+  const double group_factor = usage_factor(device, seat, false, now);
+  charge_node(device.users[{branch.group, branch.user}], held, user_factor, now);
+  charge_node(device.groups[branch.group], held, group_factor, now);
+  raise_floors(device);
   if (has_hard_cap(share)) {
     seat.budget_ns = budget_at(seat, share, now, true);
     seat.budget_at = now;
@@ -296,33 +352,201 @@ void TokenScheduler::charge_holder(Device& device, TimeNs now) {
   device.charged_until = now;
 }
 
-void TokenScheduler::lift_vtime(Device& device, TenantNumber tenant) {
-  std::optional<int64_t> lowest;
-  for (const auto& [other, seat] : device.seats) {
-    if (other == tenant || !(seat.wanting || other == device.holder)) continue;
-    lowest = std::min(lowest.value_or(seat.vtime), seat.vtime);
+bool TokenScheduler::active(const Device& device, TenantNumber tenant, const Seat& seat) {
+  return seat.wanting || tenant == device.holder;
+}
+
+const TokenScheduler::Node& TokenScheduler::node_of(const std::map<uint32_t, Node>& nodes,
+                                                    uint32_t group) {
+  static const Node kNeverActive{};
+  const auto found = nodes.find(group);
+  return found == nodes.end() ? kNeverActive : found->second;
+}
+
+const TokenScheduler::Node& TokenScheduler::node_of(const std::map<UserKey, Node>& nodes,
+                                                    const UserKey& user) {
+  static const Node kNeverActive{};
+  const auto found = nodes.find(user);
+  return found == nodes.end() ? kNeverActive : found->second;
+}
+
+void TokenScheduler::raise_floors(Device& device) {
+  std::optional<int64_t> lowest_group;
+  std::map<uint32_t, int64_t> lowest_user;   // by group
+  std::map<UserKey, int64_t> lowest_tenant;  // by user
+  const auto lower = [](auto& lowest, int64_t vtime) {
+    lowest = lowest ? std::min(*lowest, vtime) : vtime;
+  };
+  for (const auto& [tenant, seat] : device.seats) {
+    if (!active(device, tenant, seat)) continue;
+    const UserKey user{seat.branch.group, seat.branch.user};
+    lower(lowest_group, device.groups[user.first].vtime);
+    const int64_t user_vtime = device.users[user].vtime;
+    const auto [by_group, fresh_group] = lowest_user.try_emplace(user.first, user_vtime);
+    if (!fresh_group) by_group->second = std::min(by_group->second, user_vtime);
+    const auto [by_user, fresh_user] = lowest_tenant.try_emplace(user, seat.vtime);
+    if (!fresh_user) by_user->second = std::min(by_user->second, seat.vtime);
   }
-  Seat& seat = device.seats[tenant];
-  if (lowest && *lowest > seat.vtime) {
-    seat.vtime = *lowest;
-    seat.vtime_remainder = 0;
+  if (lowest_group) device.groups_floor = std::max(device.groups_floor, *lowest_group);
+  for (const auto& [group, lowest] : lowest_user) {
+    Node& node = device.groups[group];
+    node.children_floor = std::max(node.children_floor, lowest);
+  }
+  for (const auto& [user, lowest] : lowest_tenant) {
+    Node& node = device.users[user];
+    node.children_floor = std::max(node.children_floor, lowest);
   }
 }
 
-bool TokenScheduler::goes_before(const Seat& seat_a, const Seat& seat_b) const {
+void TokenScheduler::charge_node(Node& node, TimeNs held, double factor, TimeNs now) {
+  if (factor >= 1) {
+    charge_stride(node.vtime, node.vtime_remainder, held, node.share);
+  } else {
+    node.vtime += std::llround(static_cast<double>(held) / (node.share * factor));
+  }
+  if (settings_.usage_half_life_ns > 0) {
+    node.usage_ns = decayed_usage(node, now) + static_cast<double>(held);
+    node.usage_at = now;
+  }
+}
+
+double TokenScheduler::decayed_usage(const Node& node, TimeNs now) const {
+  if (settings_.usage_half_life_ns <= 0 || node.usage_ns == 0) return node.usage_ns;
+  const double half_lives =
+      static_cast<double>(now - node.usage_at) / static_cast<double>(settings_.usage_half_life_ns);
+  return node.usage_ns * std::exp2(-half_lives);
+}
+
+double TokenScheduler::usage_factor(const Device& device, const Seat& seat, bool users,
+                                    TimeNs now) const {
+  if (settings_.usage_half_life_ns <= 0) return 1;
+  const ShareBranch& mine = seat.branch;
+  // The members of the seat's level that want the device, the seat's own.
+  std::set<uint32_t> members;
+  for (const auto& [tenant, other] : device.seats) {
+    if (!active(device, tenant, other) && &other != &seat) continue;
+    if (users && other.branch.group != mine.group) continue;
+    members.insert(users ? other.branch.user : other.branch.group);
+  }
+  if (members.size() < 2) return 1;  // nobody to be fair to
+  double usage_total = 0, share_total = 0, my_usage = 0, my_share = 1;
+  for (const uint32_t member : members) {
+    const Node& node =
+        users ? node_of(device.users, {mine.group, member}) : node_of(device.groups, member);
+    const double usage = decayed_usage(node, now);
+    usage_total += usage;
+    share_total += node.share;
+    if (member == (users ? mine.user : mine.group)) {
+      my_usage = usage;
+      my_share = node.share;
+    }
+  }
+  if (usage_total <= 0) return 1;
+  const double exponent = (my_usage / usage_total) / (my_share / share_total);
+  return std::exp2(-std::min(exponent, kMaxUsageExponent));
+}
+
+void TokenScheduler::set_usage_half_life(TimeNs half_life_ns, TimeNs now) {
+  if (half_life_ns == settings_.usage_half_life_ns) return;
+  for (auto& [index, device] : devices_) {
+    charge_holder(device, now);  // under the old factors
+    const auto decay = [&](Node& node) {
+      node.usage_ns = half_life_ns > 0 ? decayed_usage(node, now) : 0;
+      node.usage_at = now;
+    };
+    for (auto& [group, node] : device.groups)
+      decay(node);
+    for (auto& [user, node] : device.users)
+      decay(node);
+  }
+  settings_.usage_half_life_ns = std::max<TimeNs>(0, half_life_ns);
+}
+
+void TokenScheduler::mark_inactive(Device& device, Seat& seat, TimeNs now) {
+  seat.active_until = now;
+  device.groups[seat.branch.group].active_until = now;
+  device.users[{seat.branch.group, seat.branch.user}].active_until = now;
+}
+
+void TokenScheduler::lift_vtime(Device& device, TenantNumber tenant, TimeNs now) {
+  Seat& seat = device.seats[tenant];
+  const ShareBranch& branch = seat.branch;
+  bool group_active = false;
+  bool user_active = false;
+  std::optional<int64_t> lowest_group, lowest_user, lowest_tenant;
+  const auto lower = [](std::optional<int64_t>& lowest, int64_t vtime) {
+    lowest = lowest ? std::min(*lowest, vtime) : vtime;
+  };
+  for (const auto& [other, other_seat] : device.seats) {
+    if (other == tenant || !active(device, other, other_seat)) continue;
+    const ShareBranch& theirs = other_seat.branch;
+    if (theirs.group != branch.group) {
+      lower(lowest_group, node_of(device.groups, theirs.group).vtime);
+    } else if (theirs.user != branch.user) {
+      group_active = true;
+      lower(lowest_user, node_of(device.users, {theirs.group, theirs.user}).vtime);
+    } else {
+      group_active = user_active = true;
+      lower(lowest_tenant, other_seat.vtime);
+    }
+  }
+  // Active within the last quantum: what it is owed from its last turn stays.
+  const auto idle = [&](const std::optional<TimeNs>& active_until) {
+    return !active_until || now - *active_until > settings_.quantum_ns;
+  };
+  Node& group = device.groups[branch.group];
+  group.share = branch.group_share;
+  if (!group_active) {
+    if (idle(group.active_until))
+      lift_to(group.vtime, group.vtime_remainder, lowest_group.value_or(device.groups_floor));
+    group.active_order = ++want_counter_;
+  }
+  Node& user = device.users[{branch.group, branch.user}];
+  user.share = branch.user_share;
+  if (!user_active) {
+    if (idle(user.active_until))
+      lift_to(user.vtime, user.vtime_remainder, lowest_user.value_or(group.children_floor));
+    user.active_order = ++want_counter_;
+  }
+  if (idle(seat.active_until))
+    lift_to(seat.vtime, seat.vtime_remainder, lowest_tenant.value_or(user.children_floor));
+}
+
+std::pair<TokenScheduler::Standing, TokenScheduler::Standing> TokenScheduler::standings(
+    const Device& device, const Seat& seat_a, const Seat& seat_b) const {
+  const ShareBranch& a = seat_a.branch;
+  const ShareBranch& b = seat_b.branch;
+  if (a.group != b.group) {
+    const Node& group_a = node_of(device.groups, a.group);
+    const Node& group_b = node_of(device.groups, b.group);
+    return {{group_a.vtime, group_a.active_order}, {group_b.vtime, group_b.active_order}};
+  }
+  if (a.user != b.user) {
+    const Node& user_a = node_of(device.users, {a.group, a.user});
+    const Node& user_b = node_of(device.users, {b.group, b.user});
+    return {{user_a.vtime, user_a.active_order}, {user_b.vtime, user_b.active_order}};
+  }
+  return {{seat_a.vtime, seat_a.wanted_order}, {seat_b.vtime, seat_b.wanted_order}};
+}
+
+bool TokenScheduler::goes_before(const Device& device, const Seat& seat_a,
+                                 const Seat& seat_b) const {
   const auto priority_a = static_cast<int32_t>(seat_a.share.priority);
   const auto priority_b = static_cast<int32_t>(seat_b.share.priority);
   if (priority_a != priority_b) return priority_a > priority_b;
-  if (seat_a.vtime != seat_b.vtime) return seat_a.vtime < seat_b.vtime;
-  return seat_a.wanted_order < seat_b.wanted_order;
+  const auto [a, b] = standings(device, seat_a, seat_b);
+  if (a.vtime != b.vtime) return a.vtime < b.vtime;
+  return a.order < b.order;
 }
 
-bool TokenScheduler::keeps_token(const Seat& holder_seat, const Seat& waiter_seat) const {
+bool TokenScheduler::keeps_token(const Device& device, const Seat& holder_seat,
+                                 const Seat& waiter_seat) const {
   // Strictly ahead only: on a tie the waiter goes, so equals take turns.
   const auto priority_holder = static_cast<int32_t>(holder_seat.share.priority);
   const auto priority_waiter = static_cast<int32_t>(waiter_seat.share.priority);
   if (priority_holder != priority_waiter) return priority_holder > priority_waiter;
-  return holder_seat.vtime < waiter_seat.vtime;
+  const auto [holder, waiter] = standings(device, holder_seat, waiter_seat);
+  return holder.vtime < waiter.vtime;
 }
 
 std::optional<TenantNumber> TokenScheduler::best_waiter(const Device& device, TimeNs now) const {
@@ -330,7 +554,7 @@ std::optional<TenantNumber> TokenScheduler::best_waiter(const Device& device, Ti
   const Seat* best_seat = nullptr;
   for (const auto& [tenant, seat] : device.seats) {
     if (!seat.wanting || tenant == device.holder || !eligible(seat, now)) continue;
-    if (!best || goes_before(seat, *best_seat)) {
+    if (!best || goes_before(device, seat, *best_seat)) {
       best = tenant;
       best_seat = &seat;
     }
@@ -379,6 +603,7 @@ void TokenScheduler::release(DeviceIndex index, Device& device, TokenChange::Rea
   counters.held_ns += held;
   if (reason == TokenChange::Reason::kAckTimeout) ++counters.overruns;
   if (seat.wanting) seat.wanting_since = now;  // wanted it again while draining
+  if (!seat.wanting) mark_inactive(device, seat, now);
   seat.recent_holds.push_back(Interval{device.granted_at, now});
   while (!seat.recent_holds.empty() &&
          seat.recent_holds.front().end < now - settings_.share_window_ns)
@@ -421,7 +646,7 @@ void TokenScheduler::reconsider(DeviceIndex index, Device& device, TimeNs now) {
       return;
     }
     if (now < device.quantum_end) return;
-    if (keeps_token(seat, device.seats[*waiter])) {
+    if (keeps_token(device, seat, device.seats[*waiter])) {
       // The holder would be picked again: no handoff, another quantum.
       device.quantum_end = now + settings_.quantum_ns;
       return;

@@ -1,6 +1,9 @@
 // The target shares the scheduling rules give under a given demand.
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "gpulimit/server/scheduling/share_targets.h"
 
 namespace gpulimit::server {
@@ -8,7 +11,14 @@ namespace {
 
 using protocol::Priority;
 
-std::vector<double> fractions(const std::vector<ShareDemand>& demands) {
+// Tenants in one group and user, as a server without policy has them.
+std::vector<double> fractions(const std::vector<std::pair<TenantNumber, ComputeShare>>& tenants) {
+  std::vector<ShareDemand> demands;
+  for (const auto& [tenant, share] : tenants) {
+    ShareDemand& demand = demands.emplace_back();
+    demand.tenant = tenant;
+    demand.share = share;
+  }
   std::vector<double> out;
   for (const ShareTarget& target : share_targets(demands))
     out.push_back(target.fraction);

@@ -34,4 +34,18 @@ inline bool has_hard_cap(const ComputeShare& share) {
   return share.sm_percent > 0 && share.sm_percent < 100;
 }
 
+// Where a tenant sits in the fair-share tree, after policy: under
+// contention a device's time is split between the groups that want it by
+// their shares, within a group between its users by theirs, and within a
+// user between the user's tenants by weight. A user's tenants under two
+// groups are two branches, each counted in its own group.
+struct ShareBranch {
+  uint32_t group = 0;        // the gid the tenant's first process ran as
+  uint32_t user = 0;         // its uid
+  uint32_t group_share = 1;  // 1 to protocol::kMaxWeight
+  uint32_t user_share = 1;   // within the group, 1 to protocol::kMaxWeight
+
+  friend bool operator==(const ShareBranch&, const ShareBranch&) = default;
+};
+
 }  // namespace gpulimit::server

@@ -5,11 +5,28 @@
 // it with made-up times.
 //
 // Per device, one token. A tenant holding it launches freely; the others wait.
-//   - Weights: stride scheduling on virtual time. Time held is charged as
-//     vtime += held / weight; the waiter with the lowest vtime goes next. A
-//     tenant that starts wanting after being idle gets
-//     vtime = max(its vtime, lowest vtime of the active tenants), so idling
-//     earns no credit and costs none.
+//   - Shares: hierarchical stride scheduling on virtual time, over the
+//     fair-share tree (ShareBranch): groups, their users, the users'
+//     tenants. Time held is charged to the holder as vtime += held / weight,
+//     to its user as += held / user share and to its group as
+//     += held / group share. Two waiters are compared where their branches
+//     part: by their groups' vtimes if their groups differ, else by their
+//     users', else by their own; the lower goes next. So one user's eight
+//     tenants split one user's share, and a group's users split the
+//     group's. A group, user or tenant that starts wanting after being
+//     idle (wanting nothing for more than a quantum) gets
+//     vtime = max(its vtime, lowest vtime of its active siblings, or of the
+//     last active ones when none is), so idling earns no credit and costs
+//     none; one whose hold has just ended keeps what it is owed. With every tenant in one group and
+//     user (the default branch) this is plain stride scheduling by weight.
+//   - Usage history (off unless usage_half_life_ns > 0): each group and user
+//     keeps its time held on the device, decayed with that half-life. Among
+//     the groups that want the device (and among a group's users that do),
+//     a member with normalized usage U and normalized share S is charged
+//     as if its share were share * 2^(-U/S), the fair-share factor of
+//     Slurm's classic algorithm (U/S capped at kMaxUsageExponent): one that
+//     used more than its share recently gets less now, until the history
+//     decays. Idle time still earns no vtime credit; only history counts.
 //   - Priority: high > normal > low, strictly. At a quantum's end a waiting
 //     tenant of a higher class goes before any of a lower one.
 //   - Hard cap (sm_percent P): a token bucket of GPU time. The budget accrues
@@ -36,6 +53,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gpulimit/server/metrics/tenant_statistics.h"
@@ -58,8 +76,13 @@ inline constexpr TimeNs kDefaultCapWindowNs = 100 * kNsPerMs;
 // many quanta of several tenants, short enough to follow a change of load.
 inline constexpr TimeNs kDefaultShareWindowNs = 10'000 * kNsPerMs;
 
+// The fair-share factor never falls below 2^-kMaxUsageExponent: a member
+// that used the device alone for days still gets a 1/1024th weight.
+inline constexpr double kMaxUsageExponent = 10;
+
 struct SchedulerSettings {
   TimeNs quantum_ns = kDefaultQuantumNs;
+  TimeNs usage_half_life_ns = 0;  // 0: no usage history
   TimeNs ack_timeout_ns = default_ack_timeout(kDefaultQuantumNs);
   TimeNs cap_window_ns = kDefaultCapWindowNs;
   TimeNs share_window_ns = kDefaultShareWindowNs;
@@ -103,12 +126,20 @@ class TokenScheduler {
 
   const SchedulerSettings& settings() const { return settings_; }
 
-  // A tenant and its share, before it wants anything.
-  void add_tenant(TenantNumber tenant, const ComputeShare& share);
+  // A tenant, its share and its place in the fair-share tree, before it
+  // wants anything.
+  void add_tenant(TenantNumber tenant, const ComputeShare& share,
+                  const ShareBranch& branch = ShareBranch{});
   // The tenant's share changes (a policy reload): time held so far is
   // charged under the old share, from `now` on under the new one; a hard
   // cap's bank is kept, but never above the new cap's.
   void change_share(TenantNumber tenant, const ComputeShare& share, TimeNs now);
+  // The group and user shares of the tenant's branch change (a policy
+  // reload), charged as a share change is; its group and user stay.
+  void change_branch(TenantNumber tenant, const ShareBranch& branch, TimeNs now);
+  // The usage history's half-life changes (a policy reload); 0 turns it off.
+  // The history kept so far is decayed under the old one up to `now`.
+  void set_usage_half_life(TimeNs half_life_ns, TimeNs now);
   // The tenant is gone: released wherever it holds a token.
   void remove_tenant(TenantNumber tenant, TimeNs now);
   // The tenant has no process left that uses `device`: released if it holds
@@ -154,6 +185,7 @@ class TokenScheduler {
   // A tenant on a device, once it has wanted it.
   struct Seat {
     ComputeShare share;  // the tenant's, copied: read on every decision
+    ShareBranch branch;  // likewise
     bool wanting = false;
     uint64_t wanted_order = 0;  // first come, first served among equals
     TimeNs wanting_since = 0;   // while wanting: since when, not holding the token
@@ -163,9 +195,30 @@ class TokenScheduler {
     TimeNs budget_at = 0;               // budget_ns is as of this time
     std::deque<Interval> recent_holds;  // ended holds within the share window
     TimeNs seated_at = 0;
+    std::optional<TimeNs> active_until;  // when it last stopped wanting or holding
+  };
+  // A group or a user on a device: the inner nodes of the fair-share tree.
+  struct Node {
+    int64_t vtime = 0;  // ns its tenants held / its share
+    int64_t vtime_remainder = 0;
+    uint64_t active_order = 0;           // when it last started wanting: ties go first come
+    int64_t children_floor = 0;          // the lowest vtime of its active children, as last seen
+    std::optional<TimeNs> active_until;  // when a member last stopped wanting or holding
+    uint32_t share = 1;                  // as its members' branches last said
+    double usage_ns = 0;                 // time held, decayed by the half-life up to usage_at
+    TimeNs usage_at = 0;
+  };
+  using UserKey = std::pair<uint32_t, uint32_t>;  // group, user
+  // The vtime and order a waiter is compared by at one level of the tree.
+  struct Standing {
+    int64_t vtime;
+    uint64_t order;
   };
   struct Device {
     std::map<TenantNumber, Seat> seats;
+    std::map<uint32_t, Node> groups;
+    std::map<UserKey, Node> users;
+    int64_t groups_floor = 0;  // the lowest vtime of the active groups, as last seen
     TenantNumber holder = kNoTenant;
     bool revoked = false;
     bool holder_idle = false;
@@ -190,13 +243,31 @@ class TokenScheduler {
   TimeNs eligible_from(const Seat& seat, const ComputeShare& share) const;
   bool eligible(const Seat& seat, TimeNs now) const;
 
+  static bool active(const Device& device, TenantNumber tenant, const Seat& seat);
+  static const Node& node_of(const std::map<uint32_t, Node>& nodes, uint32_t group);
+  static const Node& node_of(const std::map<UserKey, Node>& nodes, const UserKey& user);
   void charge_holder(Device& device, TimeNs now);
-  void lift_vtime(Device& device, TenantNumber tenant);
+  // Charges `held` ns to a group or user under its fair-share factor.
+  void charge_node(Node& node, TimeNs held, double factor, TimeNs now);
+  double decayed_usage(const Node& node, TimeNs now) const;
+  // The fair-share factor of the seat's group (users: false) or of its user
+  // within the group (users: true), among those that want the device now.
+  double usage_factor(const Device& device, const Seat& seat, bool users, TimeNs now) const;
+  // The lowest vtime of each level's active members, kept as its floor.
+  void raise_floors(Device& device);
+  // A tenant starts wanting: its group, its user and itself, whichever was
+  // idle, are lifted to their active siblings.
+  void lift_vtime(Device& device, TenantNumber tenant, TimeNs now);
+  // The seat stops wanting or holding at `now`, and so may its user and group.
+  void mark_inactive(Device& device, Seat& seat, TimeNs now);
   std::optional<TenantNumber> best_waiter(const Device& device, TimeNs now) const;
+  // Where two tenants' branches part: their standings at that level.
+  std::pair<Standing, Standing> standings(const Device& device, const Seat& seat_a,
+                                          const Seat& seat_b) const;
   // Which of two waiters goes first.
-  bool goes_before(const Seat& seat_a, const Seat& seat_b) const;
+  bool goes_before(const Device& device, const Seat& seat_a, const Seat& seat_b) const;
   // At a quantum's end: the holder is still strictly ahead of the best waiter.
-  bool keeps_token(const Seat& holder_seat, const Seat& waiter_seat) const;
+  bool keeps_token(const Device& device, const Seat& holder_seat, const Seat& waiter_seat) const;
 
   void grant(DeviceIndex index, Device& device, TenantNumber tenant, TimeNs now);
   void revoke(DeviceIndex index, Device& device, TokenChange::Reason reason, TimeNs now);
@@ -207,6 +278,7 @@ class TokenScheduler {
 
   SchedulerSettings settings_;
   std::map<TenantNumber, ComputeShare> tenants_;
+  std::map<TenantNumber, ShareBranch> branches_;
   std::map<DeviceIndex, Device> devices_;
   std::map<TenantNumber, std::map<DeviceIndex, TenantDeviceCounters>> counters_;
   uint64_t want_counter_ = 0;
