@@ -194,7 +194,11 @@ void to_json(Json& out, const Tenant& tenant) {
          {"devices", tenant.devices},
          {"leader", nullable(tenant.leader)},
          {"orphaned_s", nullable(tenant.orphaned_s)},
-         {"orphan_kill_in_s", nullable(tenant.orphan_kill_in_s)}};
+         {"orphan_kill_in_s", nullable(tenant.orphan_kill_in_s)},
+         {"gid", nullable(tenant.gid)},
+         {"group", nullable(tenant.group)},
+         {"group_share", nullable(tenant.group_share)},
+         {"user_share", nullable(tenant.user_share)}};
 }
 
 void to_json(Json& out, const Report& report) {
@@ -268,6 +272,10 @@ void from_json(const Json& in, Tenant& tenant) {
   read_newer(in, "leader", tenant.leader);
   read_newer(in, "orphaned_s", tenant.orphaned_s);
   read_newer(in, "orphan_kill_in_s", tenant.orphan_kill_in_s);
+  read_newer(in, "gid", tenant.gid);
+  read_newer(in, "group", tenant.group);
+  read_newer(in, "group_share", tenant.group_share);
+  read_newer(in, "user_share", tenant.user_share);
 }
 
 void from_json(const Json& in, Report& report) {

@@ -91,11 +91,13 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
   joining.gid = connection.peer.gid;
   joining.tenant_id = request->tenant;
   joining.share = *share;
+  joining.branch = share_branch(policy_.get(), connection.peer.uid, connection.peer.gid);
   joining.devices = devices;
   joining.ledger_path =
       shm::TenantLedger::path_for(request->ledger_dir, connection.peer.uid, request->tenant);
   if (!registry_.find(connection.peer.uid, request->tenant)) {
     joining.user = user_name(connection.peer.uid);
+    joining.group = group_name(connection.peer.gid);
     joining.command = process_command(connection.peer.pid);
   }
   const std::optional<JoinOutcome> joined = registry_.join(joining);
@@ -121,7 +123,7 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
 
   const TenantRecord& tenant = *registry_.tenant(joined->tenant);
   if (joined->new_tenant) {
-    scheduler_.add_tenant(tenant.number, tenant.share);
+    scheduler_.add_tenant(tenant.number, tenant.share, tenant.branch);
     asked_shares_[tenant.number] = request->share;
     // Said once per tenant: its first process prints it (the library).
     if (!grant->notice.empty()) {

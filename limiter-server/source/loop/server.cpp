@@ -126,6 +126,7 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config) {
     spdlog::warn("policy: {}", warning);
   server->policy_ = policy->policy;
   if (server->policy_) spdlog::info("policy from {}", config.policy_path);
+  server->apply_fair_share_history(EventLoop::now());
   if (config.metrics) {
     Result<std::unique_ptr<MetricsEndpoint>> metrics = MetricsEndpoint::start(*config.metrics);
     if (!metrics) return fail(metrics.error());
@@ -218,6 +219,18 @@ void Server::publish_metrics() {
   metrics_->publish(render_metrics(status_snapshot(EventLoop::now()), GPULIMIT_VERSION));
 }
 
+void Server::apply_fair_share_history(TimeNs now) {
+  const uint32_t half_life_s = policy_ ? policy_->usage_half_life_s : 0;
+  const TimeNs half_life_ns = TimeNs{half_life_s} * 1'000'000'000;
+  if (half_life_ns == scheduler_.settings().usage_half_life_ns) return;
+  scheduler_.set_usage_half_life(half_life_ns, now);
+  if (half_life_s > 0) {
+    spdlog::info("fair share keeps a usage history with a half-life of {} s", half_life_s);
+  } else {
+    spdlog::info("fair share keeps no usage history");
+  }
+}
+
 bool Server::reload_policy() {
   if (config_.policy_path.empty()) {
     spdlog::warn(
@@ -248,7 +261,15 @@ bool Server::reload_policy() {
   // Running tenants get their shares again under the new policy; memory
   // caps stay as their ledgers hold them.
   const TimeNs now = EventLoop::now();
+  apply_fair_share_history(now);
   for (const auto& [number, tenant] : registry_.tenants()) {
+    const ShareBranch branch = share_branch(policy_.get(), tenant.uid, tenant.gid);
+    if (branch != tenant.branch) {
+      spdlog::info("tenant {}: the policy now gives its group {} share {}, its user {} share {}",
+                   tenant.id, tenant.gid, branch.group_share, tenant.user, branch.user_share);
+      scheduler_.change_branch(number, branch, now);
+      registry_.set_branch(number, branch);
+    }
     const auto asked = asked_shares_.find(number);
     if (asked == asked_shares_.end()) continue;
     std::vector<GpuUuid> uuids;
@@ -837,6 +858,10 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
     entry.uid = tenant.uid;
     entry.user = tenant.user;
     entry.command = tenant.command;
+    entry.gid = tenant.gid;
+    entry.group = tenant.group;
+    entry.group_share = tenant.branch.group_share;
+    entry.user_share = tenant.branch.user_share;
     if (tenant.share.sm_percent != 0) entry.sm_percent = tenant.share.sm_percent;
     entry.weight = tenant.share.weight;
     entry.priority = tenant.share.priority;
@@ -852,7 +877,8 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
       if (orphan->orphaned_at)
         entry.orphaned_s = static_cast<double>(now - *orphan->orphaned_at) / 1e9;
       if (orphan->ends_at)
-        entry.orphan_kill_in_s = static_cast<double>(std::max<TimeNs>(*orphan->ends_at - now, 0)) / 1e9;
+        entry.orphan_kill_in_s =
+            static_cast<double>(std::max<TimeNs>(*orphan->ends_at - now, 0)) / 1e9;
     }
     // The ledger is read, never mapped: a file its tenant truncates
     // meanwhile cannot hurt the server.

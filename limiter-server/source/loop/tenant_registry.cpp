@@ -20,8 +20,10 @@ std::optional<JoinOutcome> TenantRegistry::join(const JoiningProcess& joining) {
     record.gid = joining.gid;
     record.id = joining.tenant_id;
     record.user = joining.user;
+    record.group = joining.group;
     record.command = joining.command;
     record.share = joining.share;
+    record.branch = joining.branch;
     found = by_key_.emplace(key, record.number).first;
     tenants_.emplace(record.number, std::move(record));
     outcome.new_tenant = true;
@@ -96,6 +98,11 @@ const ProcessRecord* TenantRegistry::process(ConnectionId connection) const {
 void TenantRegistry::set_share(TenantNumber tenant, const ComputeShare& share) {
   if (const auto found = tenants_.find(tenant); found != tenants_.end())
     found->second.share = share;
+}
+
+void TenantRegistry::set_branch(TenantNumber tenant, const ShareBranch& branch) {
+  if (const auto found = tenants_.find(tenant); found != tenants_.end())
+    found->second.branch = branch;
 }
 
 const TenantRecord* TenantRegistry::tenant(TenantNumber tenant) const {

@@ -160,4 +160,19 @@ Result<Grant> clamp_to_policy(const Policy* policy, const PeerIdentity& who,
   return grant;
 }
 
+ShareBranch share_branch(const Policy* policy, uid_t uid, gid_t gid) {
+  ShareBranch branch;
+  branch.group = gid;
+  branch.user = uid;
+  if (!policy) return branch;
+  const uint32_t fallback = policy->defaults.share.value_or(1);
+  const auto group = policy->groups.find(gid);
+  branch.group_share =
+      group != policy->groups.end() && group->second.share ? *group->second.share : fallback;
+  const auto user = policy->users.find(uid);
+  branch.user_share =
+      user != policy->users.end() && user->second.share ? *user->second.share : fallback;
+  return branch;
+}
+
 }  // namespace gpulimit::server

@@ -79,6 +79,8 @@ class PolicyReader {
         policy->defaults = entry(node, "[defaults]");
       } else if (name == "users" || name == "groups") {
         read_named_entries(*policy, name == "users", node);
+      } else if (name == "fair_share") {
+        read_fair_share(*policy, node);
       } else {
         warn(key.source(), "unknown key '" + name + "' ignored");
       }
@@ -126,6 +128,22 @@ class PolicyReader {
     }
   }
 
+  void read_fair_share(Policy& policy, const toml::node& node) {
+    for (const auto& [key, value] : table_of(node, "[fair_share]")) {
+      const std::string name(key.str());
+      if (name != "half_life") {
+        warn(key.source(), "unknown key '" + name + "' in [fair_share] ignored");
+        continue;
+      }
+      const std::optional<int64_t> seconds = value.value_exact<int64_t>();
+      if (!seconds || *seconds < 0 || *seconds > kMaxHalfLifeSeconds)
+        error(value.source(), "half_life " + shown(value) +
+                                  ": not a number of seconds from 0 (no history) to " +
+                                  std::to_string(kMaxHalfLifeSeconds));
+      policy.usage_half_life_s = static_cast<uint32_t>(*seconds);
+    }
+  }
+
   // A name or a number; an unknown one is a warning and the entry applies
   // to nobody (until a reload finds it).
   std::optional<unsigned> user_id(const toml::key& key, const std::string& name) {
@@ -164,6 +182,8 @@ class PolicyReader {
         read.orphans = orphans(value);
       } else if (name == "orphan_grace") {
         read.orphan_grace_s = orphan_grace(value);
+      } else if (name == "share") {
+        read.share = weight(name, value);
       } else {
         warn(key.source(), "unknown key '" + name + "' in " + label + " ignored");
       }
@@ -260,7 +280,8 @@ class PolicyReader {
   uint32_t orphan_grace(const toml::node& value) {
     const std::optional<int64_t> seconds = value.value_exact<int64_t>();
     if (!seconds || *seconds < 0 || *seconds > kMaxOrphanGraceSeconds)
-      error(value.source(), "orphan_grace " + shown(value) + ": not a number of seconds from 0 to " +
+      error(value.source(), "orphan_grace " + shown(value) +
+                                ": not a number of seconds from 0 to " +
                                 std::to_string(kMaxOrphanGraceSeconds));
     return static_cast<uint32_t>(*seconds);
   }

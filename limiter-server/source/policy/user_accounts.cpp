@@ -17,6 +17,15 @@ std::string user_name(uid_t uid) {
   return std::to_string(uid);
 }
 
+std::string group_name(gid_t gid) {
+  std::vector<char> buffer(16384);
+  group entry{};
+  group* found = nullptr;
+  if (getgrgid_r(gid, &entry, buffer.data(), buffer.size(), &found) == 0 && found)
+    return found->gr_name;
+  return std::to_string(gid);
+}
+
 std::vector<std::string> group_names(uid_t uid) {
   std::vector<char> buffer(16384);
   passwd entry{};

@@ -212,7 +212,11 @@ TEST(ServerLifecycle, StatusFollowsTheSchema) {
   EXPECT_TRUE(t["leader"].is_null()) << "a test process names no leader";
   EXPECT_TRUE(t["orphaned_s"].is_null());
   EXPECT_TRUE(t["orphan_kill_in_s"].is_null());
-  EXPECT_EQ(t.size(), 13u);
+  EXPECT_EQ(t["gid"], getgid());
+  EXPECT_TRUE(t["group"].is_string());
+  EXPECT_EQ(t["group_share"], 1) << "no policy: every share is 1";
+  EXPECT_EQ(t["user_share"], 1);
+  EXPECT_EQ(t.size(), 17u);
   ASSERT_EQ(t["devices"].size(), 1u);
   const auto& d = t["devices"][0];
   EXPECT_EQ(d["uuid"], "GPU-11223344-5566-7788-99aa-bbccddeeff00");

@@ -139,6 +139,39 @@ TEST(StatusTable, OrphansFollowTheTenantsWithWhenTheirMainProcessWentAndWhenThey
   EXPECT_EQ(sut.find("\nled "), sut.rfind("\nled ")) << "a tenant whose leader runs is no orphan";
 }
 
+TEST(StatusTable, TheFairShareTreeFollowsTheTenantsWhenThereIsOneToShow) {
+  const std::string head = R"({
+    "server": {"pid": 7, "mode": "system", "socket": "/run/gpulimit/gpulimitd.sock",
+               "quantum_us": 20000, "uptime_s": 5, "protocol": 3},
+    "devices": [],
+    "tenants": [)";
+  const std::string a = R"(
+      {"tenant": "a", "number": 1, "uid": 1000, "user": "alice", "pids": [10],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "gid": 2000, "group": "ml", "group_share": 3, "user_share": 1})";
+  const std::string b = R"(
+      {"tenant": "b", "number": 2, "uid": 1000, "user": "alice", "pids": [11],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "gid": 2000, "group": "ml", "group_share": 3, "user_share": 1})";
+  const std::string c = R"(
+      {"tenant": "c", "number": 3, "uid": 1002, "user": "carol", "pids": [12],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "gid": 2001, "group": "vision", "group_share": 1, "user_share": 2})";
+
+  const std::string sut = render(head + a + "," + b + "," + c + "]}");
+
+  EXPECT_NE(sut.find("GROUP   GROUP SHARE  USER   USER SHARE  TENANTS\n"
+                     "ml      3            alice  1           a,b\n"
+                     "vision  1            carol  2           c\n"),
+            std::string::npos)
+      << sut;
+  const std::string one_branch = render(head + R"(
+      {"tenant": "a", "number": 1, "uid": 1000, "user": "alice", "pids": [10],
+       "sm_percent": null, "weight": 1, "priority": "normal", "devices": [],
+       "gid": 2000, "group": "ml", "group_share": 1, "user_share": 1}]})");
+  EXPECT_EQ(one_branch.find("GROUP SHARE"), std::string::npos) << "nothing to split";
+}
+
 TEST(StatusTable, UptimeAndQuantumInTheirLargestUnits) {
   const auto server_line = [](const std::string& uptime, const std::string& quantum) {
     const std::string text = render(R"({"server": {"pid": 1, "mode": "user", "socket": "/s",

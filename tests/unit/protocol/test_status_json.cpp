@@ -37,6 +37,10 @@ Report full_report() {
   train.leader = 5000;
   train.orphaned_s = 12.5;
   train.orphan_kill_in_s = 47.5;
+  train.gid = 2000;
+  train.group = "ml";
+  train.group_share = 3;
+  train.user_share = 2;
   report.tenants.push_back(train);
 
   Tenant idle;
@@ -94,7 +98,12 @@ TEST(StatusJson, WritesEveryFieldUnderItsNameInTheSchemasOrder) {
   EXPECT_EQ(sut["tenants"][0]["leader"], 5000);
   EXPECT_EQ(sut["tenants"][0]["orphaned_s"], 12.5);
   EXPECT_EQ(sut["tenants"][0]["orphan_kill_in_s"], 47.5);
-  for (const char* name : {"leader", "orphaned_s", "orphan_kill_in_s"})
+  EXPECT_EQ(sut["tenants"][0]["gid"], 2000);
+  EXPECT_EQ(sut["tenants"][0]["group"], "ml");
+  EXPECT_EQ(sut["tenants"][0]["group_share"], 3);
+  EXPECT_EQ(sut["tenants"][0]["user_share"], 2);
+  for (const char* name :
+       {"leader", "orphaned_s", "orphan_kill_in_s", "gid", "group", "group_share", "user_share"})
     EXPECT_EQ(sut["tenants"][1].at(name), nullptr) << name;
   const Json& uncapped = sut["tenants"][0]["devices"][1];
   for (const char* name :
@@ -113,7 +122,8 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   older["server"].erase("metrics");
   older.erase("unmanaged");
   older["tenants"][0].erase("command");
-  for (const char* name : {"leader", "orphaned_s", "orphan_kill_in_s"})
+  for (const char* name :
+       {"leader", "orphaned_s", "orphan_kill_in_s", "gid", "group", "group_share", "user_share"})
     older["tenants"][0].erase(name);
   for (const char* name : {"wait_ns", "grants", "revokes", "overruns", "oom_denials"})
     older["tenants"][0]["devices"][0].erase(name);
@@ -128,6 +138,8 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   EXPECT_EQ(sut.tenants.at(0).leader, std::nullopt);
   EXPECT_EQ(sut.tenants.at(0).orphaned_s, std::nullopt);
   EXPECT_EQ(sut.tenants.at(0).orphan_kill_in_s, std::nullopt);
+  EXPECT_EQ(sut.tenants.at(0).group, std::nullopt);
+  EXPECT_EQ(sut.tenants.at(0).group_share, std::nullopt);
   const TenantDevice& device = sut.tenants[0].devices.at(0);
   EXPECT_EQ(device.wait_ns, std::nullopt);
   EXPECT_EQ(device.grants, std::nullopt);

@@ -458,9 +458,9 @@ orphans = "warn"
   // The defaults' grace, the server's action.
   EXPECT_EQ(sut->orphan_rule(PeerIdentity{kBob, {kUsers}}, otherwise),
             (OrphanRule{OrphanAction::kWarn, 300}));
-  EXPECT_EQ(parse_good("")->orphan_rule(PeerIdentity{kBob, {kUsers}},
-                                        OrphanRule{OrphanAction::kKill, 5}),
-            (OrphanRule{OrphanAction::kKill, 5}));
+  EXPECT_EQ(
+      parse_good("")->orphan_rule(PeerIdentity{kBob, {kUsers}}, OrphanRule{OrphanAction::kKill, 5}),
+      (OrphanRule{OrphanAction::kKill, 5}));
 }
 
 TEST(PolicyFile, ImpossibleOrphanSettingsAreRefusedWithWhereAndWhy) {
@@ -664,6 +664,48 @@ TEST(PolicyIdentity, APeersGroupsAreItsGidAndThoseOfItsUser) {
   EXPECT_EQ(sut.groups.front(), 4242u);
   // root's own primary group comes from getgrouplist.
   EXPECT_NE(std::find(sut.groups.begin(), sut.groups.end(), gid_t{0}), sut.groups.end());
+}
+
+// ---------------------------------------------------------------------------
+// Fair share
+
+TEST(PolicyShares, AGroupsAndAUsersShareAreTheirOwnElseTheDefaultElseOne) {
+  const auto policy =
+      parse_good("[defaults]\nshare = 2\n[groups.ml]\nshare = 30\n[users.alice]\nshare = 5\n");
+
+  const ShareBranch alice_in_ml = share_branch(policy.get(), kAlice, kMl);
+  EXPECT_EQ(alice_in_ml, (ShareBranch{kMl, kAlice, 30, 5}));
+  const ShareBranch bob_in_students = share_branch(policy.get(), kBob, kStudents);
+  EXPECT_EQ(bob_in_students, (ShareBranch{kStudents, kBob, 2, 2})) << "neither entry sets one";
+  EXPECT_EQ(share_branch(nullptr, kBob, kMl), (ShareBranch{kMl, kBob, 1, 1})) << "no policy";
+  EXPECT_EQ(share_branch(parse_good("").get(), kBob, kMl), (ShareBranch{kMl, kBob, 1, 1}));
+}
+
+TEST(PolicyShares, TheGroupIsTheOneTheJobRunsAsNotEveryGroupOfTheUser) {
+  const auto policy = parse_good("[groups.ml]\nshare = 30\n[groups.students]\nshare = 1\n");
+
+  EXPECT_EQ(share_branch(policy.get(), kAlice, kMl).group_share, 30u);
+  EXPECT_EQ(share_branch(policy.get(), kAlice, kStudents).group_share, 1u);
+}
+
+TEST(PolicyShares, AShareOutOfRangeIsRefused) {
+  EXPECT_EQ(error_of("[groups.ml]\nshare = 0\n"),
+            "policy.toml:2:9: share 0: not a whole number from 1 to 1000");
+  EXPECT_EQ(error_of("[users.alice]\nshare = 1001\n"),
+            "policy.toml:2:9: share 1001: not a whole number from 1 to 1000");
+  EXPECT_EQ(error_of("[groups.ml]\nshare = \"lots\"\n"),
+            "policy.toml:2:9: share \"lots\": not a whole number from 1 to 1000");
+}
+
+TEST(PolicyShares, TheUsageHistorysHalfLifeIsInSecondsAndOffByDefault) {
+  EXPECT_EQ(parse_good("").get()->usage_half_life_s, 0u);
+  EXPECT_EQ(parse_good("[fair_share]\nhalf_life = 604800\n").get()->usage_half_life_s, 604800u);
+  EXPECT_EQ(error_of("[fair_share]\nhalf_life = -1\n"),
+            "policy.toml:2:13: half_life -1: not a number of seconds from 0 (no history) to "
+            "31536000");
+  EXPECT_EQ(error_of("[fair_share]\nhalf_life = \"7d\"\n"),
+            "policy.toml:2:13: half_life \"7d\": not a number of seconds from 0 (no history) to "
+            "31536000");
 }
 
 TEST(PolicyUuid, ReadsEitherCaseAndRefusesAnythingElse) {

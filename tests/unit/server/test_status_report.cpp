@@ -31,7 +31,13 @@ Report snapshot_with_tenants(int count) {
     tenant.user = "alice";
     tenant.pids = {10, 11};
     tenant.command = "python train.py";
-    if (i == 0) tenant.sm_percent = 30;
+    if (i == 0) {
+      tenant.sm_percent = 30;
+      tenant.gid = 2000;
+      tenant.group = "ml";
+      tenant.group_share = 3;
+      tenant.user_share = 1;
+    }
     tenant.weight = 2;
     tenant.priority = protocol::Priority::kLow;
     TenantDevice figures;
@@ -71,7 +77,9 @@ TEST(StatusReport, WritesTheSchema) {
       "devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000","memory_used":5,
                   "memory_cap":10,"share_target":0.3,"share_achieved":0.25,"held_ns":123,
                   "wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}],
-      "leader":null,"orphaned_s":null,"orphan_kill_in_s":null})"));
+      "leader":null,"orphaned_s":null,"orphan_kill_in_s":null,
+      "gid":2000,"group":"ml","group_share":3,"user_share":1})"));
+  EXPECT_TRUE(sut["tenants"][1]["group"].is_null()) << "a tenant the tree does not place";
   EXPECT_TRUE(sut["tenants"][1]["sm_percent"].is_null());
   EXPECT_TRUE(sut["tenants"][1]["devices"][0]["memory_used"].is_null());
   EXPECT_TRUE(sut["tenants"][1]["devices"][0]["memory_cap"].is_null());
@@ -114,15 +122,18 @@ TEST(StatusReport, WritesTheSameBytesAsEver) {
       R"("sm_percent":30,"weight":2,"priority":"low","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":5,"memory_cap":10,"share_target":0.3,"share_achieved":0.25,)"
       R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}],)"
-      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null},)"
+      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null,)"
+      R"("gid":2000,"group":"ml","group_share":3,"user_share":1},)"
       R"({"tenant":"t1","number":2,"uid":1000,"user":"alice","pids":[10,11],"command":"",)"
       R"("sm_percent":null,"weight":2,"priority":"high","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":null,"memory_cap":null,"share_target":0.3,"share_achieved":0.25,)"
       R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":null}],)"
-      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null},)"
+      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null,"gid":null,"group":null,)"
+      R"("group_share":null,"user_share":null},)"
       R"({"tenant":"idle","number":0,"uid":0,"user":"bob","pids":[],"command":"",)"
       R"("sm_percent":null,"weight":1,"priority":"normal","devices":[],)"
-      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null}]})");
+      R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null,"gid":null,"group":null,)"
+      R"("group_share":null,"user_share":null}]})");
 }
 
 TEST(StatusReport, NamesTheMetricsAddressWhenServing) {

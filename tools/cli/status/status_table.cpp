@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/decimal_text.h"
@@ -171,6 +173,42 @@ std::string orphans_table(const std::vector<status::Tenant>& tenants) {
   return any ? table.render() : std::string();
 }
 
+// The fair-share tree (token_scheduler.h): a row per group and user with
+// tenants, shown once there is more than one group or user, or a share
+// other than 1, to split a device between.
+std::string shares_table(const std::vector<status::Tenant>& tenants) {
+  struct Branch {
+    std::string group;
+    std::string user;
+    uint32_t group_share = 1;
+    uint32_t user_share = 1;
+    std::vector<std::string> tenants;
+  };
+  std::map<std::pair<std::string, std::string>, Branch> branches;  // by group, user
+  bool shared = false;
+  for (const status::Tenant& tenant : tenants) {
+    if (!tenant.group) continue;  // an older server: no tree to show
+    Branch& branch = branches[{*tenant.group, tenant.user}];
+    branch.group = *tenant.group;
+    branch.user = tenant.user;
+    branch.group_share = tenant.group_share.value_or(1);
+    branch.user_share = tenant.user_share.value_or(1);
+    branch.tenants.push_back(tenant.tenant);
+    shared = shared || branch.group_share != 1 || branch.user_share != 1;
+  }
+  if (branches.size() < 2 && !shared) return {};
+  TextTable table;
+  table.add({"GROUP", "GROUP SHARE", "USER", "USER SHARE", "TENANTS"});
+  for (const auto& [key, branch] : branches) {
+    std::string names;
+    for (const std::string& name : branch.tenants)
+      names += (names.empty() ? "" : ",") + name;
+    table.add({branch.group, std::to_string(branch.group_share), branch.user,
+               std::to_string(branch.user_share), names});
+  }
+  return table.render();
+}
+
 }  // namespace
 
 std::string format_bytes(uint64_t bytes) {
@@ -193,6 +231,8 @@ bool render_status_table(std::string_view json_text, std::string& out, std::stri
   if (!report.devices.empty()) text += "\n" + devices_table(report.devices);
   text += report.tenants.empty() ? "\nno tenants\n"
                                  : "\n" + tenants_table(report.tenants, report.devices);
+  if (const std::string shares = shares_table(report.tenants); !shares.empty())
+    text += "\n" + shares;
   if (const std::string orphans = orphans_table(report.tenants); !orphans.empty())
     text += "\n" + orphans;
   if (!report.unmanaged.empty()) text += "\n" + unmanaged_table(report.unmanaged);

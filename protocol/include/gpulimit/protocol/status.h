@@ -18,7 +18,8 @@
 //                          "share_target":0.75,"share_achieved":0.74,"held_ns":9120000000,
 //                          "wait_ns":2310000000,"grants":412,"revokes":411,"overruns":0,
 //                          "oom_denials":3}],
-//              "leader":5001,"orphaned_s":null,"orphan_kill_in_s":null}]}
+//              "leader":5001,"orphaned_s":null,"orphan_kill_in_s":null,
+//              "gid":2000,"group":"ml","group_share":3,"user_share":1}]}
 //
 // An optional field is null in the JSON when it has no value. Fields marked
 // "newer" came after the first gpulimitd: it sends them all now, but a
@@ -129,6 +130,13 @@ struct Tenant {
   // Newer. Seconds until gpulimitd kills the orphan (policy orphans =
   // "kill"); none when it will not.
   std::optional<double> orphan_kill_in_s;
+  // Newer. Its place in the fair-share tree: the group its first process
+  // ran as (gid and name), that group's share and its user's share within
+  // the group, as the policy gives them.
+  std::optional<uint32_t> gid;
+  std::optional<std::string> group;
+  std::optional<uint32_t> group_share;
+  std::optional<uint32_t> user_share;
 
   friend bool operator==(const Tenant&, const Tenant&) = default;
 };

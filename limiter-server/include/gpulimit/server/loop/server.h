@@ -90,6 +90,8 @@ class Server {
   uint64_t exits_seen_by_watcher() const;
 
  private:
+  // The policy's usage history (its half-life) to the scheduler.
+  void apply_fair_share_history(TimeNs now);
   struct Connection {
     int fd = -1;
     EventLoop::WatchId watch = 0;

@@ -30,8 +30,10 @@ struct TenantRecord {
   gid_t gid = 0;  // of the process that created the tenant
   std::string id;
   std::string user;     // uid's login name, or the uid as text
+  std::string group;    // gid's name, or the gid as text
   std::string command;  // its first process's command line (process_command.h)
   ComputeShare share;   // granted to the tenant's first process; kept for all
+  ShareBranch branch;   // its place in the fair-share tree, likewise
   std::set<ConnectionId> processes;
 };
 
@@ -53,8 +55,10 @@ struct JoiningProcess {
   gid_t gid = 0;
   std::string tenant_id;
   std::string user;
+  std::string group;
   std::string command;  // kept only when the process creates its tenant
   ComputeShare share;
+  ShareBranch branch;
   std::vector<DeviceIndex> devices;
   std::string ledger_path;
 };
@@ -87,6 +91,8 @@ class TenantRegistry {
   std::optional<LeaveOutcome> leave(ConnectionId connection);
   // A policy reload changed the tenant's share.
   void set_share(TenantNumber tenant, const ComputeShare& share);
+  // A policy reload changed the shares of the tenant's group or user.
+  void set_branch(TenantNumber tenant, const ShareBranch& branch);
 
   // The number of the tenant (uid, id), if it has processes.
   std::optional<TenantNumber> find(uid_t uid, const std::string& id) const;

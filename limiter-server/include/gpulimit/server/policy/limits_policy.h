@@ -44,6 +44,13 @@ Result<Grant> clamp_to_policy(const Policy* policy, const PeerIdentity& who,
 ComputeShare clamp_share(const Policy* policy, const PeerIdentity& who, const ComputeShare& asked,
                          const std::vector<GpuUuid>& uuids);
 
+// The tenant's place in the fair-share tree (scheduling_types.h): its group
+// is `gid`, the group its first process runs as (from the kernel; a user
+// picks one of their groups with sg or newgrp), with that group's `share`;
+// its user is `uid`, with the user's `share`. A share no entry of its own
+// sets is [defaults]' share, else 1. Without a policy every share is 1.
+ShareBranch share_branch(const Policy* policy, uid_t uid, gid_t gid);
+
 // "12G", "512M" or bytes: how a cap is shown to the user.
 std::string format_size(uint64_t bytes);
 

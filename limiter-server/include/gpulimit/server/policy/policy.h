@@ -47,6 +47,9 @@ const char* unmanaged_action_name(UnmanagedAction action);
 enum class OrphanAction { kWarn, kKill };
 const char* orphan_action_name(OrphanAction action);
 inline constexpr uint32_t kMaxOrphanGraceSeconds = 7 * 24 * 3600;
+// The usage history of fair share ([fair_share] half_life) keeps at most a
+// year's half-life.
+inline constexpr uint32_t kMaxHalfLifeSeconds = 365 * 24 * 3600;
 struct OrphanRule {
   OrphanAction action = OrphanAction::kWarn;
   uint32_t grace_s = 60;
@@ -78,6 +81,10 @@ struct PolicyEntry {
   std::optional<UnmanagedAction> unmanaged;
   std::optional<OrphanAction> orphans;
   std::optional<uint32_t> orphan_grace_s;  // `orphan_grace`, in seconds
+  // `share`: of a group, its share of a device's time against other groups;
+  // of a user, against the other users of the group its job runs as; in
+  // [defaults], of every group and user whose entry sets none.
+  std::optional<uint32_t> share;
 };
 
 // Who a peer is, from the kernel: its uid and every group it is in (the
@@ -108,6 +115,9 @@ struct Policy {
   PolicyEntry defaults;
   std::map<uid_t, PolicyEntry> users;
   std::map<gid_t, PolicyEntry> groups;
+  // [fair_share] half_life: the usage history's half-life, in seconds; 0 or
+  // unset: no history (token_scheduler.h).
+  uint32_t usage_half_life_s = 0;
 
   // The limits of `who` on the device `uuid` of `device_total` bytes (a
   // percentage of a device whose size is unknown, 0, counts as unset).

@@ -13,6 +13,10 @@ namespace gpulimit::server {
 // entry in the passwd database.
 std::string user_name(uid_t uid);
 
+// The name of the group `gid`, or the gid in decimal for one without an
+// entry in the group database.
+std::string group_name(gid_t gid);
+
 // The names of the groups of `uid`'s account (its primary group first, a
 // group without an entry in the group database by its gid); none for a uid
 // without an account.
