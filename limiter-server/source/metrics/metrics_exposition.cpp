@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -24,6 +25,13 @@ constexpr std::array kFamilies = {
     Family{"gpulimit_tenants", "gauge", "Tenants with at least one process attached"},
     Family{"gpulimit_processes", "gauge", "Tenant processes attached"},
     Family{"gpulimit_tenant_processes", "gauge", "Processes of the tenant attached"},
+    Family{"gpulimit_tenant_group_info", "gauge",
+           "The group the tenant's first process ran as: its branch of the fair-share tree; "
+           "always 1"},
+    Family{"gpulimit_group_share", "gauge",
+           "The group's share of a device's time against the other groups that want it"},
+    Family{"gpulimit_user_share", "gauge",
+           "The user's share of a device's time against the other users of the group"},
     Family{"gpulimit_orphan_tenants", "gauge",
            "Tenants whose job's main process has exited while they still run"},
     Family{"gpulimit_token_waiting_tenants", "gauge",
@@ -216,6 +224,25 @@ std::string render_metrics(const StatusSnapshot& snapshot, std::string_view vers
   for (const Tenant& tenant : status.tenants)
     out.sample("gpulimit_tenant_processes", {{"tenant", tenant.tenant}, {"user", tenant.user}},
                format_number(uint64_t{tenant.pids.size()}));
+  // The fair-share tree: each group and each user of a group once, with
+  // its share as its tenants were given it.
+  std::map<std::string, uint32_t> group_shares;
+  std::map<std::pair<std::string, std::string>, uint32_t> user_shares;
+  out.family("gpulimit_tenant_group_info");
+  for (const Tenant& tenant : status.tenants) {
+    if (!tenant.group) continue;
+    out.sample("gpulimit_tenant_group_info",
+               {{"tenant", tenant.tenant}, {"user", tenant.user}, {"group", *tenant.group}}, "1");
+    group_shares[*tenant.group] = tenant.group_share.value_or(1);
+    user_shares[{*tenant.group, tenant.user}] = tenant.user_share.value_or(1);
+  }
+  out.family("gpulimit_group_share");
+  for (const auto& [group, share] : group_shares)
+    out.sample("gpulimit_group_share", {{"group", group}}, format_number(uint64_t{share}));
+  out.family("gpulimit_user_share");
+  for (const auto& [branch, share] : user_shares)
+    out.sample("gpulimit_user_share", {{"group", branch.first}, {"user", branch.second}},
+               format_number(uint64_t{share}));
   out.family("gpulimit_orphan_tenants");
   out.sample("gpulimit_orphan_tenants", {},
              format_number(static_cast<uint64_t>(std::count_if(

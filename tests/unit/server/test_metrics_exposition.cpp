@@ -203,6 +203,35 @@ TEST(MetricsExposition, UsersTotalsFromTheUsageDatabase) {
   EXPECT_EQ(samples.at("gpulimit_user_gpu_seconds_total{user=\"bob\"}"), "0");
 }
 
+TEST(MetricsExposition, TheFairShareTreeOnceAGroupAndUser) {
+  StatusSnapshot status = one_tenant();
+  status.report.tenants[0].group = "ml";
+  status.report.tenants[0].group_share = 3;
+  status.report.tenants[0].user_share = 2;
+  protocol::status::Tenant second = status.report.tenants[0];
+  second.tenant = "eval";
+  status.report.tenants.push_back(second);
+  protocol::status::Tenant older = status.report.tenants[0];
+  older.tenant = "from-an-older-server";
+  older.group.reset();
+  status.report.tenants.push_back(older);
+
+  const std::string text = render_metrics(status, "1");
+  const std::map<std::string, std::string> samples = samples_of(text);
+
+  EXPECT_EQ(samples.at(R"(gpulimit_tenant_group_info{tenant="train",user="alice",group="ml"})"),
+            "1");
+  EXPECT_EQ(samples.at(R"(gpulimit_tenant_group_info{tenant="eval",user="alice",group="ml"})"),
+            "1");
+  EXPECT_EQ(samples.at(R"(gpulimit_group_share{group="ml"})"), "3");
+  EXPECT_EQ(samples.at(R"(gpulimit_user_share{group="ml",user="alice"})"), "2");
+  EXPECT_EQ(text.find("from-an-older-server\",user=\"alice\",group"), std::string::npos);
+  std::size_t group_series = 0;
+  for (const auto& [series, value] : samples)
+    group_series += series.starts_with("gpulimit_group_share{") ? 1 : 0;
+  EXPECT_EQ(group_series, 1u) << "one series a group, however many tenants";
+}
+
 TEST(MetricsExposition, WithNoTenantStillDescribesEveryFamily) {
   StatusSnapshot status;
   status.report.server.mode = "user";
