@@ -155,15 +155,18 @@ TEST_F(ServerScheduling, AHolderThatNeverAcksIsForcedAfterTheAckTimeout) {
   HelloOptions options;
   options.tenant = "waiter";
   ASSERT_TRUE(waiter.hello(options));
+  // Taken before the Want: the server's revoke, and so its ack timeout, can
+  // only start later. (The time the holder reports the revoke is later
+  // still by however long a loaded machine takes to tell it.)
+  const auto wanted = Clock::now();
   ASSERT_TRUE(waiter.want(waiter.device()));
   ASSERT_NE(holder->expect("revoked"), "") << server_->log();
-  const auto revoked = Clock::now();
 
   ASSERT_TRUE(waiter.wait_until_held(waiter.device(), milliseconds(300 + 2'000))) << server_->log();
 
-  const double waited = ms_since(revoked);
-  EXPECT_GE(waited, 250.0) << "granted before the ack timeout";
-  std::printf("forced handoff %.2f ms after the revoke (ack timeout 300 ms)\n", waited);
+  const double waited = ms_since(wanted);
+  EXPECT_GE(waited, 299.0) << "granted before the ack timeout";
+  std::printf("forced handoff %.2f ms after the Want (ack timeout 300 ms)\n", waited);
   EXPECT_NE(server_->log().find("did not acknowledge within 300 ms"), std::string::npos)
       << server_->log();
 }
