@@ -135,12 +135,7 @@ class PolicyReader {
         warn(key.source(), "unknown key '" + name + "' in [fair_share] ignored");
         continue;
       }
-      const std::optional<int64_t> seconds = value.value_exact<int64_t>();
-      if (!seconds || *seconds < 0 || *seconds > kMaxHalfLifeSeconds)
-        error(value.source(), "half_life " + shown(value) +
-                                  ": not a number of seconds from 0 (no history) to " +
-                                  std::to_string(kMaxHalfLifeSeconds));
-      policy.usage_half_life_s = static_cast<uint32_t>(*seconds);
+      policy.usage_half_life_s = seconds(name, value, " (no history)", kMaxHalfLifeSeconds);
     }
   }
 
@@ -278,12 +273,16 @@ class PolicyReader {
     error(value.source(), "orphans " + shown(value) + ": not \"warn\" or \"kill\"");
   }
   uint32_t orphan_grace(const toml::node& value) {
-    const std::optional<int64_t> seconds = value.value_exact<int64_t>();
-    if (!seconds || *seconds < 0 || *seconds > kMaxOrphanGraceSeconds)
-      error(value.source(), "orphan_grace " + shown(value) +
-                                ": not a number of seconds from 0 to " +
-                                std::to_string(kMaxOrphanGraceSeconds));
-    return static_cast<uint32_t>(*seconds);
+    return seconds("orphan_grace", value, "", kMaxOrphanGraceSeconds);
+  }
+  // A whole number of seconds from 0 (`zero_means` says what 0 is) to `most`.
+  uint32_t seconds(const std::string& name, const toml::node& value, const char* zero_means,
+                   uint32_t most) {
+    const std::optional<int64_t> count = value.value_exact<int64_t>();
+    if (!count || *count < 0 || *count > most)
+      error(value.source(), name + " " + shown(value) + ": not a number of seconds from 0" +
+                                zero_means + " to " + std::to_string(most));
+    return static_cast<uint32_t>(*count);
   }
 
   // A maximum below the default in the same table cannot be meant.

@@ -41,17 +41,8 @@ std::vector<std::string> group_names(uid_t uid) {
   // The primary group first, as getgrouplist need not put it.
   std::stable_partition(gids.begin(), gids.end(), [&](gid_t gid) { return gid == found->pw_gid; });
   std::vector<std::string> names;
-  std::vector<char> group_buffer(16384);
-  for (const gid_t gid : gids) {
-    group group_entry{};
-    group* group_found = nullptr;
-    if (getgrgid_r(gid, &group_entry, group_buffer.data(), group_buffer.size(), &group_found) ==
-            0 &&
-        group_found)
-      names.emplace_back(group_found->gr_name);
-    else
-      names.push_back(std::to_string(gid));
-  }
+  for (const gid_t gid : gids)
+    names.push_back(group_name(gid));
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }

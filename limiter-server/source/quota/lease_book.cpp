@@ -20,16 +20,14 @@ uint64_t promise_on(const std::map<DeviceIndex, uint64_t>& promised, DeviceIndex
 LeaseBook::LeaseBook(uint64_t chunk_bytes) : chunk_(std::max<uint64_t>(1, chunk_bytes)) {}
 
 void LeaseBook::set_group_total(uint32_t group, DeviceIndex device, std::optional<uint64_t> bytes) {
-  const TotalKey key{Scope::kGroup, group, device};
-  if (bytes) {
-    totals_[key] = *bytes;
-  } else {
-    totals_.erase(key);
-  }
+  set_total({Scope::kGroup, group, device}, bytes);
 }
 
 void LeaseBook::set_user_total(uint32_t user, DeviceIndex device, std::optional<uint64_t> bytes) {
-  const TotalKey key{Scope::kUser, user, device};
+  set_total({Scope::kUser, user, device}, bytes);
+}
+
+void LeaseBook::set_total(const TotalKey& key, std::optional<uint64_t> bytes) {
   if (bytes) {
     totals_[key] = *bytes;
   } else {

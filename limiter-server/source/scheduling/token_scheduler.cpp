@@ -25,6 +25,11 @@ void charge_stride(int64_t& vtime, int64_t& remainder, int64_t held, uint32_t sh
   remainder = scaled % share;
 }
 
+// `lowest` becomes the lower of itself (none: no vtime yet) and `vtime`.
+void lower_to(std::optional<int64_t>& lowest, int64_t vtime) {
+  lowest = lowest ? std::min(*lowest, vtime) : vtime;
+}
+
 // Idling earns no credit: a vtime behind `lowest` is brought up to it.
 void lift_to(int64_t& vtime, int64_t& remainder, int64_t lowest) {
   if (lowest > vtime) {
@@ -356,45 +361,33 @@ bool TokenScheduler::active(const Device& device, TenantNumber tenant, const Sea
   return seat.wanting || tenant == device.holder;
 }
 
-const TokenScheduler::Node& TokenScheduler::node_of(const std::map<uint32_t, Node>& nodes,
-                                                    uint32_t group) {
+template <typename Key>
+const TokenScheduler::Node& TokenScheduler::node_of(const std::map<Key, Node>& nodes,
+                                                    const Key& key) {
   static const Node kNeverActive{};
-  const auto found = nodes.find(group);
-  return found == nodes.end() ? kNeverActive : found->second;
-}
-
-const TokenScheduler::Node& TokenScheduler::node_of(const std::map<UserKey, Node>& nodes,
-                                                    const UserKey& user) {
-  static const Node kNeverActive{};
-  const auto found = nodes.find(user);
+  const auto found = nodes.find(key);
   return found == nodes.end() ? kNeverActive : found->second;
 }
 
 void TokenScheduler::raise_floors(Device& device) {
   std::optional<int64_t> lowest_group;
-  std::map<uint32_t, int64_t> lowest_user;   // by group
-  std::map<UserKey, int64_t> lowest_tenant;  // by user
-  const auto lower = [](auto& lowest, int64_t vtime) {
-    lowest = lowest ? std::min(*lowest, vtime) : vtime;
-  };
+  std::map<uint32_t, std::optional<int64_t>> lowest_user;   // by group
+  std::map<UserKey, std::optional<int64_t>> lowest_tenant;  // by user
   for (const auto& [tenant, seat] : device.seats) {
     if (!active(device, tenant, seat)) continue;
     const UserKey user{seat.branch.group, seat.branch.user};
-    lower(lowest_group, device.groups[user.first].vtime);
-    const int64_t user_vtime = device.users[user].vtime;
-    const auto [by_group, fresh_group] = lowest_user.try_emplace(user.first, user_vtime);
-    if (!fresh_group) by_group->second = std::min(by_group->second, user_vtime);
-    const auto [by_user, fresh_user] = lowest_tenant.try_emplace(user, seat.vtime);
-    if (!fresh_user) by_user->second = std::min(by_user->second, seat.vtime);
+    lower_to(lowest_group, device.groups[user.first].vtime);
+    lower_to(lowest_user[user.first], device.users[user].vtime);
+    lower_to(lowest_tenant[user], seat.vtime);
   }
   if (lowest_group) device.groups_floor = std::max(device.groups_floor, *lowest_group);
   for (const auto& [group, lowest] : lowest_user) {
     Node& node = device.groups[group];
-    node.children_floor = std::max(node.children_floor, lowest);
+    node.children_floor = std::max(node.children_floor, *lowest);
   }
   for (const auto& [user, lowest] : lowest_tenant) {
     Node& node = device.users[user];
-    node.children_floor = std::max(node.children_floor, lowest);
+    node.children_floor = std::max(node.children_floor, *lowest);
   }
 }
 
@@ -432,7 +425,7 @@ double TokenScheduler::usage_factor(const Device& device, const Seat& seat, bool
   double usage_total = 0, share_total = 0, my_usage = 0, my_share = 1;
   for (const uint32_t member : members) {
     const Node& node =
-        users ? node_of(device.users, {mine.group, member}) : node_of(device.groups, member);
+        users ? node_of(device.users, UserKey{mine.group, member}) : node_of(device.groups, member);
     const double usage = decayed_usage(node, now);
     usage_total += usage;
     share_total += node.share;
@@ -474,20 +467,17 @@ void TokenScheduler::lift_vtime(Device& device, TenantNumber tenant, TimeNs now)
   bool group_active = false;
   bool user_active = false;
   std::optional<int64_t> lowest_group, lowest_user, lowest_tenant;
-  const auto lower = [](std::optional<int64_t>& lowest, int64_t vtime) {
-    lowest = lowest ? std::min(*lowest, vtime) : vtime;
-  };
   for (const auto& [other, other_seat] : device.seats) {
     if (other == tenant || !active(device, other, other_seat)) continue;
     const ShareBranch& theirs = other_seat.branch;
     if (theirs.group != branch.group) {
-      lower(lowest_group, node_of(device.groups, theirs.group).vtime);
+      lower_to(lowest_group, node_of(device.groups, theirs.group).vtime);
     } else if (theirs.user != branch.user) {
       group_active = true;
-      lower(lowest_user, node_of(device.users, {theirs.group, theirs.user}).vtime);
+      lower_to(lowest_user, node_of(device.users, UserKey{theirs.group, theirs.user}).vtime);
     } else {
       group_active = user_active = true;
-      lower(lowest_tenant, other_seat.vtime);
+      lower_to(lowest_tenant, other_seat.vtime);
     }
   }
   // Active within the last quantum: what it is owed from its last turn stays.
@@ -522,8 +512,8 @@ std::pair<TokenScheduler::Standing, TokenScheduler::Standing> TokenScheduler::st
     return {{group_a.vtime, group_a.active_order}, {group_b.vtime, group_b.active_order}};
   }
   if (a.user != b.user) {
-    const Node& user_a = node_of(device.users, {a.group, a.user});
-    const Node& user_b = node_of(device.users, {b.group, b.user});
+    const Node& user_a = node_of(device.users, UserKey{a.group, a.user});
+    const Node& user_b = node_of(device.users, UserKey{b.group, b.user});
     return {{user_a.vtime, user_a.active_order}, {user_b.vtime, user_b.active_order}};
   }
   return {{seat_a.vtime, seat_a.wanted_order}, {seat_b.vtime, seat_b.wanted_order}};

@@ -66,7 +66,8 @@ class LeaseBook {
     std::map<DeviceIndex, uint64_t> promised;  // bytes, under a total only
   };
 
-  // The totals that bind the tenant on the device.
+  void set_total(const TotalKey& key, std::optional<uint64_t> bytes);
+  // The total `key` names; nullopt: none.
   std::optional<uint64_t> total(const TotalKey& key) const;
   bool bound(const Member& member, DeviceIndex device) const;
   bool same_total(const Member& a, const Member& b, DeviceIndex device) const;

@@ -244,8 +244,9 @@ class TokenScheduler {
   bool eligible(const Seat& seat, TimeNs now) const;
 
   static bool active(const Device& device, TenantNumber tenant, const Seat& seat);
-  static const Node& node_of(const std::map<uint32_t, Node>& nodes, uint32_t group);
-  static const Node& node_of(const std::map<UserKey, Node>& nodes, const UserKey& user);
+  // A group's or user's node; one never seen is an idle node of vtime 0.
+  template <typename Key>
+  static const Node& node_of(const std::map<Key, Node>& nodes, const Key& key);
   void charge_holder(Device& device, TimeNs now);
   // Charges `held` ns to a group or user under its fair-share factor.
   void charge_node(Node& node, TimeNs held, double factor, TimeNs now);
