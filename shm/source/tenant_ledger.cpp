@@ -21,6 +21,10 @@
 //   R4  CAS used[d] → used[d] + n, unless that passes the cap;
 //       if it would: held[p][d] -= n, and the reserve fails (after one reap
 //       and retry, a failure adds 1 to oom_denials[d], a statistic only)
+//       within a lease (reserve_within): after the CAS, read the lease
+//       (seq_cst); past it, used[d] -= n and held[p][d] -= n, and the
+//       reserve fails with nothing taken (the lease protocol's L4-L6,
+//       limiter-server/model/README.md)
 //   R5  inflight[p] -= 1                                  release
 //
 // Recount, by a reaper holding reaper_mutex (reaper.cpp). Reapers are whoever
@@ -121,14 +125,24 @@ bool enter_hot_path(const std::atomic<bool>& attached, const LedgerAccess& acces
 
 // R4. Relaxed is enough: used is published to a recount by R5 (release) and
 // back from it by C6 (release) and R2 (seq_cst load).
-bool take_under_cap(DeviceEntry& device, uint64_t bytes) {
+// R4, and with a lease L4-L6 (limiter-server/model/README.md): the CAS,
+// then the lease read after it, both seq_cst, against the server's store of
+// a lower lease followed by its read of `used`: one side sees the other.
+TenantLedger::Reservation take_under_cap(DeviceEntry& device, uint64_t bytes,
+                                         const std::atomic<uint64_t>* lease, uint64_t* need) {
   const uint64_t cap = device.cap;
   uint64_t used = device.used.load(std::memory_order_relaxed);
   do {
-    if (used > cap || bytes > cap - used) return false;
-  } while (!device.used.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed,
+    if (used > cap || bytes > cap - used) return TenantLedger::Reservation::kOverCap;
+  } while (!device.used.compare_exchange_weak(used, used + bytes, std::memory_order_seq_cst,
                                               std::memory_order_relaxed));
-  return true;
+  if (!lease) return TenantLedger::Reservation::kTaken;
+  GPULIMIT_SHM_SEAM(kLeaseCheck);
+  if (used + bytes <= lease->load(std::memory_order_seq_cst))
+    return TenantLedger::Reservation::kTaken;
+  device.used.fetch_sub(bytes, std::memory_order_relaxed);  // L6
+  *need = used + bytes;
+  return TenantLedger::Reservation::kOverLease;
 }
 
 int find_device(const LedgerLayout& layout, const unsigned char uuid[16]) {
@@ -307,23 +321,37 @@ uint64_t TenantLedger::held(int dev) const noexcept {
 }
 
 bool TenantLedger::reserve(int dev, uint64_t bytes) noexcept {
-  if (!valid_device(dev)) return false;
-  if (bytes == 0) return true;
+  uint64_t need = 0;
+  return take(dev, bytes, nullptr, &need) == Reservation::kTaken;
+}
+
+TenantLedger::Reservation TenantLedger::reserve_within(int dev, uint64_t bytes,
+                                                       const std::atomic<uint64_t>& lease,
+                                                       uint64_t* need) noexcept {
+  return take(dev, bytes, &lease, need);
+}
+
+TenantLedger::Reservation TenantLedger::take(int dev, uint64_t bytes,
+                                             const std::atomic<uint64_t>* lease,
+                                             uint64_t* need) noexcept {
+  if (!valid_device(dev)) return Reservation::kOverCap;
+  if (bytes == 0) return Reservation::kTaken;
   const LedgerAccess ledger = access();
   ProcessSlot& me = ledger.layout->slots[slot_];
   DeviceEntry& device = ledger.layout->devices[dev];
   for (int attempt = 1;; ++attempt) {
-    if (!enter_hot_path(attached_, ledger, me)) return false;
+    if (!enter_hot_path(attached_, ledger, me)) return Reservation::kOverCap;
     me.held[dev].fetch_add(bytes, std::memory_order_relaxed);  // R3
     GPULIMIT_SHM_SEAM(kInFlight);
-    const bool taken = take_under_cap(device, bytes);  // R4
-    if (!taken) me.held[dev].fetch_sub(bytes, std::memory_order_relaxed);
+    const Reservation taken = take_under_cap(device, bytes, lease, need);  // R4
+    if (taken != Reservation::kTaken) me.held[dev].fetch_sub(bytes, std::memory_order_relaxed);
     me.inflight.fetch_sub(1, std::memory_order_release);  // R5
-    if (taken) return true;
+    // Past the lease: only the server can help, not a reap.
+    if (taken != Reservation::kOverCap) return taken;
     if (attempt == 2) {
       // Counted once per refused reserve, after the reap gave it its chance.
       device.oom_denials.fetch_add(1, std::memory_order_relaxed);
-      return false;
+      return Reservation::kOverCap;
     }
     // No room; dead processes' bytes may still be counted. Reap (out of
     // flight, or the recount would wait for us) and try once more.

@@ -77,6 +77,15 @@ class TenantLedger {
   // taken, when they would pass the cap (after reaping dead processes, if
   // there are any) or when not attached.
   bool reserve(int dev, uint64_t bytes) noexcept;
+  // The same within a lease as well (lease_page.h): the tenant's `used`
+  // after the reservation must not pass `lease`, read after the CAS that
+  // took the bytes. kOverLease, with nothing taken and `*need` set to the
+  // tenant's use the reservation would have made, when it would: the
+  // server may grant a larger lease. A reap cannot help there, so none is
+  // tried.
+  enum class Reservation { kTaken, kOverCap, kOverLease };
+  Reservation reserve_within(int dev, uint64_t bytes, const std::atomic<uint64_t>& lease,
+                             uint64_t* need) noexcept;
   // Gives back `bytes` this process reserved on `dev`.
   void release(int dev, uint64_t bytes) noexcept;
 
@@ -111,6 +120,8 @@ class TenantLedger {
   explicit TenantLedger(std::string path) : path_(std::move(path)) {}
 
   bool attach_or_throw(std::string& error);
+  Reservation take(int dev, uint64_t bytes, const std::atomic<uint64_t>* lease,
+                   uint64_t* need) noexcept;
   void unmap() noexcept;
   LedgerAccess access() const noexcept;
   bool valid_device(int dev) const noexcept;

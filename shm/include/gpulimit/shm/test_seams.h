@@ -9,6 +9,7 @@ namespace gpulimit::shm::test_seams {
 enum class Point {
   kInFlight,         // reserve or release: held updated, used not yet
   kRecountCounting,  // recount: sequence odd, nobody in flight, used not yet rewritten
+  kLeaseCheck,       // reserve within a lease: used raised by the CAS, the lease not read yet
 };
 
 using Handler = void (*)(Point);
