@@ -118,6 +118,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     case protocol::Type::kStatusReply:
       FUZZ_CHECK(size >= sizeof(protocol::StatusReply));
       break;
+    case protocol::Type::kLeaseRequest:
+      check_reencodes<protocol::LeaseRequest>(data, size);
+      break;
     default:
       FUZZ_CHECK(!"check() passed a message of an unknown type");
   }

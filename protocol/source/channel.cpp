@@ -55,20 +55,23 @@ int connect_to(const std::string& path, std::string& error) noexcept {
   return fd;
 }
 
-bool send_message(int socket, const void* message, std::size_t size, int fd) noexcept {
+bool send_message(int socket, const void* message, std::size_t size, int fd,
+                  int second_fd) noexcept {
   iovec io{const_cast<void*>(message), size};
   msghdr header{};
   header.msg_iov = &io;
   header.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  const int fds[2] = {fd, second_fd};
+  const int count = fd < 0 ? 0 : second_fd < 0 ? 1 : 2;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  if (count > 0) {
     header.msg_control = control;
-    header.msg_controllen = sizeof control;
+    header.msg_controllen = CMSG_SPACE(sizeof(int) * count);
     cmsghdr* c = CMSG_FIRSTHDR(&header);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    std::memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
   }
   ssize_t sent;
   do {
@@ -77,8 +80,11 @@ bool send_message(int socket, const void* message, std::size_t size, int fd) noe
   return sent == static_cast<ssize_t>(size);
 }
 
-ssize_t receive_message(int socket, void* buffer, std::size_t capacity, int* fd) noexcept {
-  if (fd) *fd = -1;
+ssize_t receive_message(int socket, void* buffer, std::size_t capacity, int* fd,
+                        int* second_fd) noexcept {
+  int* kept[2] = {fd, second_fd};
+  for (int* slot : kept)
+    if (slot) *slot = -1;
   iovec io{buffer, capacity};
   msghdr header{};
   header.msg_iov = &io;
@@ -91,26 +97,28 @@ ssize_t receive_message(int socket, void* buffer, std::size_t capacity, int* fd)
     got = ::recvmsg(socket, &header, MSG_CMSG_CLOEXEC);
   } while (got < 0 && errno == EINTR);
   if (got < 0) return -1;
-  // Keep at most the first descriptor asked for; close every other one, so
-  // a peer cannot make us leak descriptors.
+  // Keep at most the descriptors asked for, in order; close every other
+  // one, so a peer cannot make us leak descriptors.
+  std::size_t next = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&header); c; c = CMSG_NXTHDR(&header, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (std::size_t i = 0; i < count; ++i) {
       int received;
       std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
-      if (fd && *fd < 0) {
-        *fd = received;
+      if (next < 2 && kept[next]) {
+        *kept[next++] = received;
       } else {
         ::close(received);
       }
     }
   }
   if (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-    if (fd && *fd >= 0) {
-      ::close(*fd);
-      *fd = -1;
-    }
+    for (int* slot : kept)
+      if (slot && *slot >= 0) {
+        ::close(*slot);
+        *slot = -1;
+      }
     errno = EMSGSIZE;
     return -1;
   }

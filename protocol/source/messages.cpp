@@ -25,12 +25,14 @@ std::size_t fixed_size(Type type) {
       return sizeof(StatusRequest);
     case Type::kStatusReply:
       return 0;
+    case Type::kLeaseRequest:
+      return sizeof(LeaseRequest);
   }
   return 0;
 }
 
 bool known(Type type) {
-  return type >= Type::kHello && type <= Type::kStatusReply;
+  return type >= Type::kHello && type <= Type::kLeaseRequest;
 }
 
 }  // namespace

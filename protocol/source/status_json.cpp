@@ -201,10 +201,19 @@ void to_json(Json& out, const Tenant& tenant) {
          {"user_share", nullable(tenant.user_share)}};
 }
 
+void to_json(Json& out, const MemoryTotal& total) {
+  out = {{"scope", total.scope},    {"id", total.id},
+         {"name", total.name},      {"board_index", total.board_index},
+         {"uuid", total.uuid},      {"total", total.total},
+         {"used", total.used},      {"promised", total.promised},
+         {"tenants", total.tenants}};
+}
+
 void to_json(Json& out, const Report& report) {
   out = {{"server", report.server},
          {"devices", report.devices},
          {"unmanaged", report.unmanaged},
+         {"memory_totals", report.memory_totals},
          {"tenants", report.tenants}};
 }
 
@@ -278,11 +287,27 @@ void from_json(const Json& in, Tenant& tenant) {
   read_newer(in, "user_share", tenant.user_share);
 }
 
+void from_json(const Json& in, MemoryTotal& total) {
+  expect_object(in);
+  read(in, "scope", total.scope);
+  if (total.scope != "group" && total.scope != "user")
+    throw MalformedStatus("scope", "neither \"group\" nor \"user\"");
+  read(in, "id", total.id);
+  read(in, "name", total.name);
+  read(in, "board_index", total.board_index);
+  read(in, "uuid", total.uuid);
+  read(in, "total", total.total);
+  read(in, "used", total.used);
+  read(in, "promised", total.promised);
+  read(in, "tenants", total.tenants);
+}
+
 void from_json(const Json& in, Report& report) {
   expect_object(in);
   read(in, "server", report.server);
   read(in, "devices", report.devices);
   read_newer(in, "unmanaged", report.unmanaged);
+  read_newer(in, "memory_totals", report.memory_totals);
   read(in, "tenants", report.tenants);
 }
 

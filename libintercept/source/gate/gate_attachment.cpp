@@ -75,6 +75,10 @@ pthread_mutex_t configure_mu = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> memory_granted{false};
 std::array<std::atomic<uint64_t>, kMaxDevices> memory_grant{};
 
+// The last session the process attached under (sessions are never freed):
+// its server's leases bind while no server does.
+std::atomic<GateSession*> last_session{nullptr};
+
 // The views without a session (launch_gate.h).
 GateView open_view;
 GateView detached_view;
@@ -258,6 +262,7 @@ Reattach attach_now(const Config& c, bool quiet) {
   const GateView* view = attached ? make_view(*attached, hello.device_count) : nullptr;
   if (view) {
     session.store(attached, std::memory_order_release);
+    last_session.store(attached, std::memory_order_release);
     current_view.store(view, std::memory_order_release);
     state.store(State::kAttached, std::memory_order_release);
     // Started once the view is out: the first Ack proves the process gated.
@@ -311,6 +316,13 @@ void after_fork_in_child() {
 
 GateSession* current_session() noexcept {
   return session.load(std::memory_order_acquire);
+}
+
+LeaseView lease_for(int ordinal) noexcept {
+  GateSession* current = session.load(std::memory_order_acquire);
+  if (!current) current = last_session.load(std::memory_order_acquire);
+  if (!current) return {};
+  return {current, current->lease(ordinal)};
 }
 
 const std::string& server_socket_directory() noexcept {

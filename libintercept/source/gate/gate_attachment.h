@@ -15,6 +15,7 @@
 #include <string>
 
 #include "gpulimit/options/limits.h"
+#include "gpulimit/shm/lease_page.h"
 
 namespace gpulimit::gate {
 
@@ -45,6 +46,17 @@ Reattach attach_again() noexcept;
 // memory caps the server granted, by CUDA ordinal (0: none). False when no
 // server granted any (none configured, unreachable, refused).
 bool join_for_memory(const options::Limits& limits, uint64_t* caps, int count) noexcept;
+
+// The lease (memory totals, shm/lease_page.h) that reservations on CUDA
+// device `ordinal` are held to: the current session's, or while ungated the
+// last session's (its server's last promise stands until another server
+// says otherwise). `lease` is null when none binds; then
+// `session` may be null too.
+struct LeaseView {
+  GateSession* session = nullptr;
+  const shm::LeaseDevice* lease = nullptr;
+};
+LeaseView lease_for(int ordinal) noexcept;
 
 // True once the first attach of a process under the administrator's
 // enforcement (enforcement.h) was refused or found no server: the process

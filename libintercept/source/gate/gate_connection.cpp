@@ -23,9 +23,11 @@ void set_timeouts(int socket, time_t seconds) {
   setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
 }
 
-JoinResult fail(JoinResult::Outcome outcome, std::string reason, int socket, int board_fd = -1) {
+JoinResult fail(JoinResult::Outcome outcome, std::string reason, int socket, int board_fd = -1,
+                int lease_fd = -1) {
   if (socket >= 0) ::close(socket);
   if (board_fd >= 0) ::close(board_fd);
+  if (lease_fd >= 0) ::close(lease_fd);
   JoinResult result;
   result.outcome = outcome;
   result.reason = std::move(reason);
@@ -41,46 +43,57 @@ JoinResult read_answer(int socket, const protocol::Hello& hello) {
     protocol::Refused refused;
   } answer{};
   int board_fd = -1;
-  const ssize_t size = protocol::receive_message(socket, &answer, sizeof answer, &board_fd);
+  int lease_fd = -1;
+  const ssize_t size =
+      protocol::receive_message(socket, &answer, sizeof answer, &board_fd, &lease_fd);
   if (size == 0) return fail(Outcome::kNoAnswer, "gpulimitd hung up before answering", socket);
   if (size < 0) {
     const bool late = errno == EAGAIN || errno == EWOULDBLOCK;
     return fail(Outcome::kNoAnswer,
                 late ? "gpulimitd did not answer within " + std::to_string(kHandshakeSeconds) + " s"
                      : std::string("cannot read gpulimitd's answer: ") + std::strerror(errno),
-                socket, board_fd);
+                socket, board_fd, lease_fd);
   }
   if (const protocol::Problem problem = protocol::check(&answer, static_cast<size_t>(size));
       problem != protocol::Problem::kNone) {
     return fail(Outcome::kRefused,
                 std::string("gpulimitd's answer cannot be read: ") + protocol::describe(problem),
-                socket, board_fd);
+                socket, board_fd, lease_fd);
   }
   if (answer.header.type == protocol::Type::kRefused) {
     const char* text = answer.refused.reason;
     return fail(Outcome::kRefused, std::string(text, strnlen(text, sizeof answer.refused.reason)),
-                socket, board_fd);
+                socket, board_fd, lease_fd);
   }
   if (answer.header.type != protocol::Type::kWelcome)
     return fail(Outcome::kRefused, "gpulimitd answered Hello with neither Welcome nor Refused",
-                socket, board_fd);
+                socket, board_fd, lease_fd);
   const protocol::Welcome& welcome = answer.welcome;
   if (welcome.tenant_number == 0 || welcome.tenant_number > shm::kMaxTenantNumber ||
       welcome.device_count != hello.device_count)
     return fail(Outcome::kRefused, "gpulimitd's welcome does not match this process's hello",
-                socket, board_fd);
-  if (board_fd < 0)
-    return fail(Outcome::kRefused, "gpulimitd's welcome came without its board", socket);
+                socket, board_fd, lease_fd);
+  if (board_fd < 0 || (welcome.leased_devices != 0) != (lease_fd >= 0))
+    return fail(Outcome::kRefused,
+                board_fd < 0 ? "gpulimitd's welcome came without its board"
+                             : "gpulimitd's welcome and its lease page do not match",
+                socket, board_fd, lease_fd);
   std::string error;
   std::unique_ptr<shm::BoardMapping> board = shm::BoardMapping::map_read_only(board_fd, error);
   // Not closed on failure: whether the mapping took the descriptor then is
   // not promised, and a second close could hit a descriptor of the program.
-  if (!board) return fail(Outcome::kRefused, error, socket);
+  if (!board) return fail(Outcome::kRefused, error, socket, -1, lease_fd);
+  std::unique_ptr<shm::LeasePage> leases;
+  if (lease_fd >= 0) {
+    leases = shm::LeasePage::map_read_only(lease_fd, error);
+    if (!leases) return fail(Outcome::kRefused, error, socket);  // as the board's, not closed
+  }
 
   JoinResult result;
   result.outcome = Outcome::kWelcome;
   result.socket = socket;
   result.board = std::move(board);
+  result.leases = std::move(leases);
   result.welcome = welcome;
   return result;
 }
@@ -132,6 +145,13 @@ bool GateConnection::send_want(uint32_t board_device) noexcept {
   auto want = protocol::make<protocol::Want>();
   want.board_device = board_device;
   return send(want);
+}
+
+bool GateConnection::send_lease_request(uint32_t board_device, uint64_t need) noexcept {
+  auto request = protocol::make<protocol::LeaseRequest>();
+  request.board_device = board_device;
+  request.need = need;
+  return send(request);
 }
 
 bool GateConnection::send_idle(uint32_t board_device, uint32_t grant) noexcept {

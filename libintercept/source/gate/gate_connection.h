@@ -1,6 +1,6 @@
 // The process's connection to gpulimitd: the handshake that attaches it
 // (Hello; then Welcome with the board's descriptor, or Refused) and the
-// messages a gated process sends afterwards (Want, Idle, Ack). Any thread may
+// messages a gated process sends afterwards (Want, Idle, Ack, LeaseRequest). Any thread may
 // send; the connection watcher closes the connection when the server goes.
 #pragma once
 
@@ -11,6 +11,7 @@
 
 #include "gpulimit/protocol/messages.h"
 #include "gpulimit/shm/board_mapping.h"
+#include "gpulimit/shm/lease_page.h"
 
 namespace gpulimit::gate {
 
@@ -25,6 +26,7 @@ struct JoinResult {
   Outcome outcome = Outcome::kUnreachable;
   int socket = -1;
   std::unique_ptr<shm::BoardMapping> board;
+  std::unique_ptr<shm::LeasePage> leases;  // when welcome.leased_devices is not 0
   protocol::Welcome welcome{};
   std::string reason;  // otherwise: one line for the user
 };
@@ -45,6 +47,7 @@ class GateConnection {
   bool send_want(uint32_t board_device) noexcept;
   bool send_idle(uint32_t board_device, uint32_t grant) noexcept;
   bool send_ack(uint32_t board_device, uint32_t grant) noexcept;
+  bool send_lease_request(uint32_t board_device, uint64_t need) noexcept;
 
   // Stops every later send, lets the ones under way finish (they fail fast:
   // the socket is shut down first) and closes the socket.

@@ -11,6 +11,7 @@ namespace gpulimit::gate {
 
 GateSession::GateSession(JoinResult&& joined, const protocol::Hello& hello) noexcept
     : board_(std::move(joined.board)),
+      lease_page_(std::move(joined.leases)),
       connection_(joined.socket),
       held_(shm::token_held(joined.welcome.tenant_number)),
       revoked_(shm::token_revoked(joined.welcome.tenant_number)) {
@@ -27,6 +28,24 @@ GateSession::GateSession(JoinResult&& joined, const protocol::Hello& hello) noex
       continue;
     devices_[static_cast<size_t>(ordinal)] = &layout.devices[index];
     board_index_[static_cast<size_t>(ordinal)] = index;
+    if (lease_page_ && (joined.welcome.leased_devices >> ordinal & 1u))
+      leases_[static_cast<size_t>(ordinal)] = &lease_page_->device(index);
+  }
+}
+
+bool GateSession::ask_for_lease(int ordinal, uint64_t need, uint32_t answers_seen) noexcept {
+  const shm::LeaseDevice* leased = lease(ordinal);
+  if (!leased || !connection_.send_lease_request(board_index(ordinal), need)) return false;
+  // The server answers at once unless it is stuck; a bound keeps a stuck
+  // one from hanging the allocation (it then fails as out of memory).
+  constexpr auto kPatience = std::chrono::seconds(5);
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  for (;;) {
+    const uint32_t answers = leased->answers.load(std::memory_order_seq_cst);
+    if (answers != answers_seen) return true;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero() || closed()) return false;
+    wait_for(leased->answers, answers, left);
   }
 }
 
@@ -83,6 +102,8 @@ void GateSession::close() noexcept {
   for (;;) {
     for (const shm::BoardDevice* device : devices_)
       if (device) shm::futex_wake_all(device->token);
+    for (const shm::LeaseDevice* leased : leases_)
+      if (leased) shm::futex_wake_all(leased->answers);
     if (waiters_.load(std::memory_order_seq_cst) == 0) break;
     sched_yield();
   }

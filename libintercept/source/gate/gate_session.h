@@ -22,6 +22,7 @@
 #include "gate/gate_connection.h"
 #include "gpulimit/shm/board.h"
 #include "gpulimit/shm/board_mapping.h"
+#include "gpulimit/shm/lease_page.h"
 
 namespace gpulimit::gate {
 
@@ -51,6 +52,17 @@ class GateSession {
     return board_index_[static_cast<size_t>(ordinal)];
   }
 
+  // The lease the tenant's reservations on CUDA device `ordinal` are held
+  // to (lease_page.h), or null when no memory total binds them there.
+  const shm::LeaseDevice* lease(int ordinal) const noexcept {
+    return ordinal >= 0 && ordinal < kMaxDevices ? leases_[static_cast<size_t>(ordinal)] : nullptr;
+  }
+  // Asks the server for a lease of `need` bytes on `ordinal` and waits (a
+  // few seconds at most) until it has answered past `answers_seen` (the
+  // device's `answers`, read before the reservation that failed). False
+  // when it could not ask or had no answer: the server is gone or stuck.
+  bool ask_for_lease(int ordinal, uint64_t need, uint32_t answers_seen) noexcept;
+
   // The contexts the process launched into on `ordinal` (recorded on the
   // launch slow path).
   void record_context(int ordinal, CUcontext context) noexcept;
@@ -70,11 +82,13 @@ class GateSession {
 
  private:
   std::unique_ptr<shm::BoardMapping> board_;
+  std::unique_ptr<shm::LeasePage> lease_page_;
   GateConnection connection_;
   uint32_t held_;
   uint32_t revoked_;
   std::array<const shm::BoardDevice*, kMaxDevices> devices_{};
   std::array<uint32_t, kMaxDevices> board_index_{};
+  std::array<const shm::LeaseDevice*, kMaxDevices> leases_{};
 
   std::mutex contexts_mu_;
   std::array<std::vector<CUcontext>, kMaxDevices> contexts_;

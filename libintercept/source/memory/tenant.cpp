@@ -20,6 +20,7 @@
 
 #include "gate/enforcement.h"
 #include "gate/gate_attachment.h"
+#include "gate/gate_session.h"
 #include "gpulimit/options/environment.h"
 #include "gpulimit/options/option_table.h"
 #include "gpulimit/options/values.h"
@@ -84,6 +85,7 @@ struct Attachment {
   options::Limits limits;
   std::unique_ptr<shm::TenantLedger> ledger;
   std::array<int, options::kDeviceOrdinalCount> ledger_device;
+  std::array<int, shm::kMaxDevices> ordinal_of;  // of each ledger device; -1: none
   std::array<CUuuid, options::kDeviceOrdinalCount> uuid;
   AllocationRegistry allocations;
   AllocationRegistry handles;
@@ -234,6 +236,7 @@ CUresult Tenant::attach(Phase phase) {
   if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
   a->limits = limits;
   a->ledger_device.fill(-1);
+  a->ordinal_of.fill(-1);
   std::string error;
   a->ledger = shm::TenantLedger::open(limits.ledger_dir, limits.tenant, error);
   if (!a->ledger) {
@@ -267,6 +270,7 @@ CUresult Tenant::attach(Phase phase) {
       return refusal;
     }
     a->ledger_device[static_cast<size_t>(ordinal)] = device;
+    a->ordinal_of[static_cast<size_t>(device)] = ordinal;
     a->uuid[static_cast<size_t>(ordinal)] = uuid;
   }
   attachment = a;
@@ -305,13 +309,45 @@ int Tenant::current_ledger_device() const {
   return ledger_device(ordinal);
 }
 
+namespace {
+
+// Within the tenant's cap, and within its lease where a group's or user's
+// memory total binds the device: past the lease, the server is asked for a
+// larger one (it may take back what other tenants under the total do not
+// use) and the reservation tried again.
+bool take(int device, uint64_t bytes) {
+  shm::TenantLedger& ledger = *attachment->ledger;
+  const int ordinal = device >= 0 && device < static_cast<int>(shm::kMaxDevices)
+                          ? attachment->ordinal_of[static_cast<size_t>(device)]
+                          : -1;
+  const gate::LeaseView view = gate::lease_for(ordinal);
+  if (!view.lease) return ledger.reserve(device, bytes);
+  // Three asks at most: another process of the tenant may take what the
+  // server granted this one before its retry.
+  for (int asked = 0;; ++asked) {
+    const uint32_t answers = view.lease->answers.load(std::memory_order_seq_cst);
+    uint64_t need = 0;
+    switch (ledger.reserve_within(device, bytes, view.lease->lease, &need)) {
+      case shm::TenantLedger::Reservation::kTaken:
+        return true;
+      case shm::TenantLedger::Reservation::kOverCap:
+        return false;
+      case shm::TenantLedger::Reservation::kOverLease:
+        if (asked == 3 || !view.session->ask_for_lease(ordinal, need, answers)) return false;
+        break;
+    }
+  }
+}
+
+}  // namespace
+
 bool Tenant::reserve(int device, uint64_t bytes) {
-  if (attachment->ledger->reserve(device, bytes)) return true;
+  if (take(device, bytes)) return true;
   // Pools may have given memory back at a synchronisation since their
   // reserve was last read: read it again before refusing.
   pool_books::reclaim();
   graph_books::reclaim();
-  return attachment->ledger->reserve(device, bytes);
+  return take(device, bytes);
 }
 
 void Tenant::release(int device, uint64_t bytes) {

@@ -150,9 +150,37 @@ bool Server::handle_hello(ConnectionId id, Connection& connection, const protoco
         pid, tenant.id, share->sm_percent, share->weight, priority_name(share->priority));
   }
   welcome.tenant_number = tenant.number;
-  if (!protocol::send_message(connection.fd, &welcome, sizeof welcome,
-                              board_->read_only_descriptor())) {
-    drop_connection(id, std::string("cannot be sent its Welcome: ") + std::strerror(errno));
+
+  // Group and user memory totals: a bound device's cap is at most its
+  // total, and the process reserves within its tenant's lease there.
+  std::vector<MemoryTotals::DeviceSeen> seen;
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    seen.push_back({devices[i], request->uuids[i]});
+  std::string lease_error;
+  const std::optional<MemoryTotals::Joined> leases =
+      totals_.process_joined(tenant.number, joined->new_tenant, tenant.uid, tenant.gid,
+                             joining.ledger_path, seen, policy_.get(), lease_error);
+  if (!leases) {
+    drop_connection(id, "cannot be given its tenant's lease page: " + lease_error);
+    return false;
+  }
+  for (std::size_t i = 0; i < leases->bound.size(); ++i)
+    if (const std::optional<uint64_t> total = leases->bound[i])
+      welcome.memory_cap[i] =
+          welcome.memory_cap[i] ? std::min(welcome.memory_cap[i], *total) : *total;
+  welcome.leased_devices = leases->leased;
+  const int lease_fd = leases->page ? leases->page->read_only_descriptor() : -1;
+  if (leases->page && lease_fd < 0) {
+    drop_connection(id,
+                    std::string("cannot open its lease page read-only: ") + std::strerror(errno));
+    return false;
+  }
+  const bool welcomed = protocol::send_message(connection.fd, &welcome, sizeof welcome,
+                                               board_->read_only_descriptor(), lease_fd);
+  const int send_errno = errno;
+  if (lease_fd >= 0) ::close(lease_fd);
+  if (!welcomed) {
+    drop_connection(id, std::string("cannot be sent its Welcome: ") + std::strerror(send_errno));
     return false;
   }
   spdlog::debug("pid {} joined tenant {} (#{}), {} GPU(s)", pid, tenant.id, tenant.number,
@@ -204,8 +232,11 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
 
   // The ledger is reaped once the kernel says the process is gone (its
   // pidfd), when the dead process's ledger lock is surely released.
+  // So are its tenant's memory leases (memory_totals.h): the kernel frees
+  // a process's device memory when it exits, not when it hangs up.
   const pid_t pid = connection.peer.pid;
   if (connection.pidfd < 0) {
+    totals_.process_exited(tenant);
     reaper_.request(left->process.ledger_path, connection.peer.uid, connection.peer.gid, now,
                     connection.peer.pid);
     return;
@@ -213,6 +244,7 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   const auto [found, created] = departed_.try_emplace(pid);
   Departed& departed = found->second;
   departed.ledger_paths.push_back(left->process.ledger_path);
+  departed.tenants.push_back(tenant);
   if (!created) {
     ::close(connection.pidfd);  // the pid is watched already
     return;
@@ -257,6 +289,8 @@ void Server::process_exited(pid_t pid) {
       departed.ledger_paths.end());
   for (const std::string& path : departed.ledger_paths)
     reaper_.request(path, departed.uid, departed.gid, now, pid);
+  for (const TenantNumber tenant : departed.tenants)
+    totals_.process_exited(tenant);
 }
 
 // ---------------------------------------------------------------------------

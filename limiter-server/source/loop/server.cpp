@@ -259,9 +259,11 @@ bool Server::reload_policy() {
     spdlog::info("no policy file at {}; requests are granted as asked", config_.policy_path);
   }
   // Running tenants get their shares again under the new policy; memory
-  // caps stay as their ledgers hold them.
+  // caps stay as their ledgers hold them; totals change at once.
   const TimeNs now = EventLoop::now();
   apply_fair_share_history(now);
+  for (const std::string& change : totals_.apply_policy(policy_.get()))
+    spdlog::info("policy: {}", change);
   for (const auto& [number, tenant] : registry_.tenants()) {
     const ShareBranch branch = share_branch(policy_.get(), tenant.uid, tenant.gid);
     if (branch != tenant.branch) {
@@ -579,6 +581,7 @@ bool Server::handle_tenant_message(ConnectionId id, Connection& connection, prot
   const TenantNumber tenant = process->tenant;
   DeviceIndex device = 0;
   uint32_t grant = 0;
+  uint64_t need = 0;
   switch (type) {
     case protocol::Type::kWant:
       device = read_as<protocol::Want>(data).board_device;
@@ -595,6 +598,12 @@ bool Server::handle_tenant_message(ConnectionId id, Connection& connection, prot
       grant = ack.grant;
       break;
     }
+    case protocol::Type::kLeaseRequest: {
+      const auto request = read_as<protocol::LeaseRequest>(data);
+      device = request.board_device;
+      need = request.need;
+      break;
+    }
     case protocol::Type::kHello:
       drop_connection(id, "sent a second Hello");
       return false;
@@ -606,6 +615,11 @@ bool Server::handle_tenant_message(ConnectionId id, Connection& connection, prot
     drop_connection(id,
                     "named board device " + std::to_string(device) + ", which its Hello did not");
     return false;
+  }
+
+  if (type == protocol::Type::kLeaseRequest) {
+    handle_lease_request(id, tenant, device, need);
+    return true;
   }
 
   HandoffTracker::Verdict verdict = HandoffTracker::Verdict::kNoted;
@@ -629,6 +643,33 @@ bool Server::handle_tenant_message(ConnectionId id, Connection& connection, prot
                  device);
   }
   return true;
+}
+
+void Server::handle_lease_request(ConnectionId id, TenantNumber tenant, DeviceIndex device,
+                                  uint64_t need) {
+  if (!totals_.leased(tenant, device)) {
+    // Nothing to answer: no total binds the tenant there, so none of its
+    // processes waits on a lease.
+    spdlog::debug("{} asked for a lease on device {}, where no total binds it; ignored",
+                  describe_peer(id), device);
+    return;
+  }
+  const std::optional<uint64_t> granted = totals_.request(tenant, device, need);
+  const TenantRecord* record = registry_.tenant(tenant);
+  const std::string name = record ? record->id : std::to_string(tenant);
+  if (granted) {
+    spdlog::debug("tenant {}: leased {} on device {} (it needs {})", name, format_size(*granted),
+                  device, format_size(need));
+  } else {
+    // At most one line a second: a job that meets its total retries.
+    const TimeNs now = EventLoop::now();
+    if (now >= next_lease_refusal_log_) {
+      next_lease_refusal_log_ = now + 1000 * kNsPerMs;
+      spdlog::info(
+          "tenant {}: refused {} on device {}: its group's or user's memory_total has no room",
+          name, format_size(need), device);
+    }
+  }
 }
 
 void Server::refuse(ConnectionId id, Connection& connection, const std::string& reason) {
@@ -849,6 +890,19 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
       entry.holder = holder->id;
     entry.waiting = scheduler_.waiting(device);
     status.devices.push_back(entry);
+  }
+  for (const MemoryTotals::TotalState& total : totals_.report()) {
+    protocol::status::MemoryTotal entry;
+    entry.scope = total.group ? "group" : "user";
+    entry.id = total.id;
+    entry.name = total.group ? group_name(total.id) : user_name(total.id);
+    entry.board_index = total.device;
+    entry.uuid = format_gpu_uuid(board_->uuid(total.device));
+    entry.total = total.total;
+    entry.used = total.used;
+    entry.promised = total.promised;
+    entry.tenants = total.tenants;
+    status.memory_totals.push_back(std::move(entry));
   }
 
   for (const auto& [number, tenant] : registry_.tenants()) {

@@ -32,6 +32,12 @@ constexpr std::array kFamilies = {
            "The group's share of a device's time against the other groups that want it"},
     Family{"gpulimit_user_share", "gauge",
            "The user's share of a device's time against the other users of the group"},
+    Family{"gpulimit_memory_total_bytes", "gauge",
+           "A group's or user's memory_total on the device (policy)"},
+    Family{"gpulimit_memory_total_used_bytes", "gauge",
+           "Device memory the tenants under the total hold, as their ledgers count it"},
+    Family{"gpulimit_memory_total_leased_bytes", "gauge",
+           "Device memory gpulimitd has promised the tenants under the total (their leases)"},
     Family{"gpulimit_orphan_tenants", "gauge",
            "Tenants whose job's main process has exited while they still run"},
     Family{"gpulimit_token_waiting_tenants", "gauge",
@@ -243,6 +249,20 @@ std::string render_metrics(const StatusSnapshot& snapshot, std::string_view vers
   for (const auto& [branch, share] : user_shares)
     out.sample("gpulimit_user_share", {{"group", branch.first}, {"user", branch.second}},
                format_number(uint64_t{share}));
+  using MemoryTotal = protocol::status::MemoryTotal;
+  for (const auto& [family, figure] :
+       {std::pair{"gpulimit_memory_total_bytes", &MemoryTotal::total},
+        std::pair{"gpulimit_memory_total_used_bytes", &MemoryTotal::used},
+        std::pair{"gpulimit_memory_total_leased_bytes", &MemoryTotal::promised}}) {
+    out.family(family);
+    for (const MemoryTotal& total : status.memory_totals)
+      out.sample(family,
+                 {{"scope", total.scope},
+                  {"name", total.name},
+                  {"gpu", std::to_string(total.board_index)},
+                  {"UUID", total.uuid}},
+                 format_number(total.*figure));
+  }
   out.family("gpulimit_orphan_tenants");
   out.sample("gpulimit_orphan_tenants", {},
              format_number(static_cast<uint64_t>(std::count_if(

@@ -235,4 +235,44 @@ OrphanRule Policy::orphan_rule(const PeerIdentity& who, const OrphanRule& otherw
                         defaults.orphan_grace_s.value_or(otherwise.grace_s)))};
 }
 
+namespace {
+
+std::optional<uint64_t> entry_total(const PolicyEntry& entry, const GpuUuid& uuid) {
+  if (const auto section = entry.device.find(uuid);
+      section != entry.device.end() && section->second.memory_total)
+    return section->second.memory_total;
+  return entry.all_devices.memory_total;
+}
+
+template <typename Entries>
+std::optional<uint64_t> named_total(const Entries& entries, unsigned id, const GpuUuid& uuid) {
+  const auto found = entries.find(id);
+  if (found == entries.end()) return std::nullopt;
+  return entry_total(found->second, uuid);
+}
+
+bool sets_total(const PolicyEntry& entry) {
+  if (entry.all_devices.memory_total) return true;
+  return std::any_of(entry.device.begin(), entry.device.end(),
+                     [](const auto& section) { return section.second.memory_total.has_value(); });
+}
+
+}  // namespace
+
+std::optional<uint64_t> Policy::group_memory_total(gid_t gid, const GpuUuid& uuid) const {
+  return named_total(groups, gid, uuid);
+}
+
+std::optional<uint64_t> Policy::user_memory_total(uid_t uid, const GpuUuid& uuid) const {
+  return named_total(users, uid, uuid);
+}
+
+bool Policy::has_memory_totals() const {
+  const auto any = [](const auto& entries) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [](const auto& named) { return sets_total(named.second); });
+  };
+  return any(users) || any(groups);
+}
+
 }  // namespace gpulimit::server

@@ -77,6 +77,7 @@ class PolicyReader {
       const std::string name(key.str());
       if (name == "defaults") {
         policy->defaults = entry(node, "[defaults]");
+        no_totals_in_defaults(policy->defaults, node);
       } else if (name == "users" || name == "groups") {
         read_named_entries(*policy, name == "users", node);
       } else if (name == "fair_share") {
@@ -108,6 +109,16 @@ class PolicyReader {
     const toml::table* table = node.as_table();
     if (!table) error(node.source(), what + " must be a table");
     return *table;
+  }
+
+  // A total is a group's or a user's own: [defaults] would give each group
+  // one of its own, which nobody could tell from the file.
+  void no_totals_in_defaults(const PolicyEntry& defaults, const toml::node& node) {
+    bool set = defaults.all_devices.memory_total.has_value();
+    for (const auto& [uuid, section] : defaults.device)
+      set = set || section.memory_total.has_value();
+    if (set)
+      error(node.source(), "memory_total belongs in [groups.NAME] or [users.NAME], not [defaults]");
   }
 
   void read_named_entries(Policy& policy, bool users, const toml::node& node) {
@@ -215,6 +226,8 @@ class PolicyReader {
       (name == "weight" ? settings.weight : settings.max_weight) = weight(name, value);
     } else if (name == "priority" || name == "max_priority") {
       (name == "priority" ? settings.priority : settings.max_priority) = priority(name, value);
+    } else if (name == "memory_total") {
+      settings.memory_total = total(name, value);
     } else {
       return false;
     }
@@ -234,6 +247,14 @@ class PolicyReader {
                                reason))
       error(value.source(), name + " " + shown(value) + ": " + reason);
     return out;
+  }
+  // A size in bytes: a percentage of which device would a group's total be?
+  uint64_t total(const std::string& name, const toml::node& value) {
+    const options::Amount read = amount(name, value);
+    if (read.kind == options::Amount::Kind::kPercent)
+      error(value.source(),
+            name + " " + shown(value) + ": a size such as \"40G\", not a percentage");
+    return read.value;
   }
   uint32_t sm(const std::string& name, const toml::node& value) {
     unsigned out = 0;

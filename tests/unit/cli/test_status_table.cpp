@@ -172,6 +172,33 @@ TEST(StatusTable, TheFairShareTreeFollowsTheTenantsWhenThereIsOneToShow) {
   EXPECT_EQ(one_branch.find("GROUP SHARE"), std::string::npos) << "nothing to split";
 }
 
+TEST(StatusTable, MemoryTotalsFollowTheTenantsWithWhatIsUsedAndLeased) {
+  const std::string sut = render(R"({
+    "server": {"pid": 7, "mode": "system", "socket": "/run/gpulimit/gpulimitd.sock",
+               "quantum_us": 20000, "uptime_s": 5, "protocol": 4},
+    "devices": [],
+    "memory_totals": [
+      {"scope": "group", "id": 2000, "name": "ml", "board_index": 0,
+       "uuid": "GPU-fa4ec0da-0000-4000-8000-000000000000", "total": 42949672960,
+       "used": 3221225472, "promised": 4294967296, "tenants": 2},
+      {"scope": "user", "id": 1000, "name": "alice", "board_index": 1,
+       "uuid": "GPU-fa4ec0da-0000-4000-8000-000000000001", "total": 10737418240,
+       "used": 0, "promised": 0, "tenants": 1}],
+    "tenants": []})");
+
+  EXPECT_NE(sut.find("TOTAL OF    GPU  USED   LEASED  TOTAL   TENANTS\n"
+                     "group ml    0    3 GiB  4 GiB   40 GiB  2\n"
+                     "user alice  1    0 B    0 B     10 GiB  1\n"),
+            std::string::npos)
+      << sut;
+  EXPECT_EQ(render(R"({"server": {"pid": 7, "mode": "user", "socket": "/s", "quantum_us": 1,
+                               "uptime_s": 5, "protocol": 3},
+                    "devices": [], "tenants": []})")
+                .find("TOTAL OF"),
+            std::string::npos)
+      << "an older server or no totals: no table";
+}
+
 TEST(StatusTable, UptimeAndQuantumInTheirLargestUnits) {
   const auto server_line = [](const std::string& uptime, const std::string& quantum) {
     const std::string text = render(R"({"server": {"pid": 1, "mode": "user", "socket": "/s",

@@ -18,6 +18,9 @@ Report full_report() {
   report.devices.push_back({0, "GPU-11223344-5566-7788-99aa-bbccddeeff00", "train-42", 1});
   report.devices.push_back({1, "GPU-11223344-5566-7788-99aa-bbccddeeff01", std::nullopt, 0});
   report.unmanaged.push_back({31337, 1002, "carol", "python3", "/dev/nvidia0"});
+  report.memory_totals.push_back({"group", 2000, "ml", 0,
+                                  "GPU-11223344-5566-7788-99aa-bbccddeeff00", 42'949'672'960,
+                                  3'221'225'472, 4'294'967'296, 1});
 
   Tenant train;
   train.tenant = "train-42";
@@ -109,6 +112,10 @@ TEST(StatusJson, WritesEveryFieldUnderItsNameInTheSchemasOrder) {
   for (const char* name :
        {"memory_used", "memory_cap", "wait_ns", "grants", "revokes", "overruns", "oom_denials"})
     EXPECT_EQ(uncapped.at(name), nullptr) << name;
+  std::string total_keys;
+  for (const auto& [key, value] : sut["memory_totals"][0].items())
+    total_keys += key + " ";
+  EXPECT_EQ(total_keys, "scope id name board_index uuid total used promised tenants ");
   std::string keys;
   for (const auto& [key, value] : sut["tenants"][0]["devices"][0].items())
     keys += key + " ";
@@ -121,6 +128,7 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   Json older = full_report();
   older["server"].erase("metrics");
   older.erase("unmanaged");
+  older.erase("memory_totals");
   older["tenants"][0].erase("command");
   for (const char* name :
        {"leader", "orphaned_s", "orphan_kill_in_s", "gid", "group", "group_share", "user_share"})
@@ -134,6 +142,7 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
 
   EXPECT_EQ(sut.server.metrics, std::nullopt);
   EXPECT_TRUE(sut.unmanaged.empty());
+  EXPECT_TRUE(sut.memory_totals.empty());
   EXPECT_EQ(sut.tenants.at(0).command, std::nullopt);
   EXPECT_EQ(sut.tenants.at(0).leader, std::nullopt);
   EXPECT_EQ(sut.tenants.at(0).orphaned_s, std::nullopt);
@@ -145,6 +154,12 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   EXPECT_EQ(device.grants, std::nullopt);
   EXPECT_EQ(device.oom_denials, std::nullopt);
   EXPECT_EQ(device.held_ns, 9'120'000'000u);
+}
+
+TEST(StatusJson, AMemoryTotalOfNeitherAGroupNorAUserIsRefused) {
+  const std::string error =
+      refused(replaced(text_of(full_report()), R"("scope":"group")", R"("scope":"team")"));
+  EXPECT_NE(error.find("scope"), std::string::npos) << error;
 }
 
 TEST(StatusJson, AMissingFieldIsNamedByItsPath) {

@@ -95,7 +95,7 @@ TEST(HelloValidation, ATooLongTenantIdIsRefused) {
 
 TEST(HelloValidation, OtherVersionsAreNamedBoth) {
   EXPECT_EQ(other_version_refusal(7),
-            "gpulimitd speaks protocol version 3 and this client version 7; use a "
+            "gpulimitd speaks protocol version 4 and this client version 7; use a "
             "libgpulimit.so and gpulimitd of the same release");
 }
 

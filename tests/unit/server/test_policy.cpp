@@ -708,6 +708,43 @@ TEST(PolicyShares, TheUsageHistorysHalfLifeIsInSecondsAndOffByDefault) {
             "31536000");
 }
 
+// ---------------------------------------------------------------------------
+// Memory totals
+
+TEST(PolicyTotals, AGroupsOrAUsersTotalIsItsDeviceSectionsElseItsEntrys) {
+  const auto policy = parse_good(
+      "[groups.ml]\nmemory_total = \"40G\"\n[groups.ml.device.1]\nmemory_total = \"20G\"\n"
+      "[users.alice]\nmemory_total = \"512M\"\n");
+
+  EXPECT_EQ(policy->group_memory_total(kMl, uuid_of(kGpu0Text)), 40 * kGiB);
+  EXPECT_EQ(policy->group_memory_total(kMl, uuid_of(kGpu1Text)), 20 * kGiB);
+  EXPECT_EQ(policy->user_memory_total(kAlice, uuid_of(kGpu0Text)), kGiB / 2);
+  EXPECT_EQ(policy->group_memory_total(kStudents, uuid_of(kGpu0Text)), std::nullopt);
+  EXPECT_EQ(policy->user_memory_total(kBob, uuid_of(kGpu1Text)), std::nullopt);
+  EXPECT_TRUE(policy->has_memory_totals());
+  EXPECT_FALSE(parse_good("[groups.ml]\nmax_memory = \"1G\"\n")->has_memory_totals());
+}
+
+TEST(PolicyTotals, ATotalIsNotAPeersSettingAndBindsNobodysOwnCap) {
+  const auto policy = parse_good("[users.alice]\nmemory_total = \"1G\"\n");
+  const GpuUuid gpu = uuid_of(kGpu0Text);
+
+  const EffectiveLimits sut =
+      policy->limits_for(PeerIdentity{kAlice, {kMl}}, &gpu, uint64_t{80} << 30);
+  EXPECT_EQ(sut.memory, std::nullopt);
+  EXPECT_EQ(sut.max_memory, std::nullopt);
+}
+
+TEST(PolicyTotals, APercentageOrATotalInTheDefaultsIsRefused) {
+  EXPECT_EQ(error_of("[groups.ml]\nmemory_total = \"50%\"\n"),
+            "policy.toml:2:16: memory_total \"50%\": a size such as \"40G\", not a percentage");
+  EXPECT_EQ(error_of("[defaults]\nmemory_total = \"1G\"\n"),
+            "policy.toml:1:1: memory_total belongs in [groups.NAME] or [users.NAME], not "
+            "[defaults]");
+  EXPECT_EQ(error_of("[users.alice]\nmemory_total = \"lots\"\n").substr(0, 37),
+            "policy.toml:2:16: memory_total \"lots\"");
+}
+
 TEST(PolicyUuid, ReadsEitherCaseAndRefusesAnythingElse) {
   GpuUuid sut{};
 

@@ -117,7 +117,7 @@ TEST(StatusReport, WritesTheSameBytesAsEver) {
       R"("devices":[{"board_index":0,"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("holder":"t0","waiting":2},{"board_index":1,"uuid":"GPU-01020300-0000-0000-0000-000000000000",)"
       R"("holder":null,"waiting":0}],"unmanaged":[{"pid":31337,"uid":1002,"user":"carol",)"
-      R"("command":"python3","device":"/dev/nvidia0"}],"tenants":[{"tenant":"t0",)"
+      R"("command":"python3","device":"/dev/nvidia0"}],"memory_totals":[],"tenants":[{"tenant":"t0",)"
       R"("number":1,"uid":1000,"user":"alice","pids":[10,11],"command":"python train.py",)"
       R"("sm_percent":30,"weight":2,"priority":"low","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":5,"memory_cap":10,"share_target":0.3,"share_achieved":0.25,)"

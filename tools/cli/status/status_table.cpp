@@ -209,6 +209,18 @@ std::string shares_table(const std::vector<status::Tenant>& tenants) {
   return table.render();
 }
 
+// Each group's and user's memory_total against what its tenants hold and
+// are promised.
+std::string totals_table(const std::vector<status::MemoryTotal>& totals) {
+  TextTable table;
+  table.add({"TOTAL OF", "GPU", "USED", "LEASED", "TOTAL", "TENANTS"});
+  for (const status::MemoryTotal& total : totals)
+    table.add({total.scope + " " + total.name, std::to_string(total.board_index),
+               format_bytes(total.used), format_bytes(total.promised), format_bytes(total.total),
+               std::to_string(total.tenants)});
+  return table.render();
+}
+
 }  // namespace
 
 std::string format_bytes(uint64_t bytes) {
@@ -233,6 +245,7 @@ bool render_status_table(std::string_view json_text, std::string& out, std::stri
                                  : "\n" + tenants_table(report.tenants, report.devices);
   if (const std::string shares = shares_table(report.tenants); !shares.empty())
     text += "\n" + shares;
+  if (!report.memory_totals.empty()) text += "\n" + totals_table(report.memory_totals);
   if (const std::string orphans = orphans_table(report.tenants); !orphans.empty())
     text += "\n" + orphans;
   if (!report.unmanaged.empty()) text += "\n" + unmanaged_table(report.unmanaged);

@@ -208,6 +208,17 @@ std::string device_line(const std::string& name, const std::string& uuid,
   return first_fitting({named + state, name + state}, width);
 }
 
+// "  group ml: 12.0G used, 16.0G leased of 40.0G": a memory_total on the
+// device, under its line.
+std::string total_line(const protocol::status::MemoryTotal& total, std::size_t width) {
+  const std::string who = total.scope + " " + printable(total.name);
+  return first_fitting(
+      {"  " + who + ": " + compact_bytes(total.used) + " used, " + compact_bytes(total.promised) +
+           " leased of " + compact_bytes(total.total),
+       "  " + who + ": " + compact_bytes(total.used) + " of " + compact_bytes(total.total)},
+      width);
+}
+
 std::string no_server_line(const TopFrameInput& input, std::size_t width) {
   return fit("no server: " + printable(input.problem) + "; retrying every " +
                  one_decimal(input.interval_s) + "s",
@@ -475,6 +486,8 @@ TopFrame render_top_frame(const TopFrameInput& input, std::size_t width) {
   frame.lines.push_back(heading_line(layout, width));
   for (const Group& group : groups) {
     frame.lines.push_back(device_line(group.name, group.uuid, group.holder, group.waiting, width));
+    for (const protocol::status::MemoryTotal& total : input.snapshot->memory_totals)
+      if (total.uuid == group.uuid) frame.lines.push_back(total_line(total, width));
     for (const TopRow& row : group.rows)
       frame.lines.push_back(row_line(layout, row, width));
   }

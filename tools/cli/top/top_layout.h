@@ -3,7 +3,8 @@
 // order is tested without a terminal or a server.
 //
 // A frame: a title line, a line of keys, the column headings, then per
-// device a line naming it and a row per tenant that uses it (sorted), and
+// device a line naming it, a line per group or user memory_total there,
+// and a row per tenant that uses it (sorted), and
 // the tenants that use no device yet last. Columns that do not fit are
 // shortened, then dropped (tenant id, pids, wait, bar, in that order),
 // never wrapped.

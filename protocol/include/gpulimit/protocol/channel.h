@@ -27,14 +27,18 @@ static_assert(std::string_view(kSystemSocketPath).starts_with(kSystemDirectory) 
 // set to one line when nobody listens there.
 int connect_to(const std::string& path, std::string& error) noexcept;
 
-// Sends one message, with `fd` attached (SCM_RIGHTS) when not -1.
-bool send_message(int socket, const void* message, std::size_t size, int fd = -1) noexcept;
+// Sends one message, with `fd` attached (SCM_RIGHTS) when not -1, and
+// `second_fd` after it when that is not -1 either.
+bool send_message(int socket, const void* message, std::size_t size, int fd = -1,
+                  int second_fd = -1) noexcept;
 
 // Receives one message into `buffer`. Returns its size; 0 when the peer
 // closed; -1 on error or when the message did not fit in `capacity` (it is
 // then consumed and dropped). A descriptor that came with it is stored in
-// `*fd` (O_CLOEXEC) when `fd` is not null, else closed; *fd is -1 if none.
-ssize_t receive_message(int socket, void* buffer, std::size_t capacity, int* fd) noexcept;
+// `*fd` (O_CLOEXEC) when `fd` is not null, else closed; *fd is -1 if none;
+// a second one likewise in `*second_fd`. Any more are closed.
+ssize_t receive_message(int socket, void* buffer, std::size_t capacity, int* fd,
+                        int* second_fd = nullptr) noexcept;
 
 // The kernel's word on who is at the other end of a connected socket.
 struct PeerCredentials {

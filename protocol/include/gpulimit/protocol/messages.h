@@ -13,8 +13,11 @@
 //
 //   client                               server
 //   Hello (tenant, policy, devices)  ->
-//                                    <-  Welcome (+ board fd, read-only) | Refused
+//                                    <-  Welcome (+ board fd, read-only,
+//                                          + lease page fd when a total
+//                                          binds the tenant) | Refused
 //   Want (device)                    ->  the process waits for the token
+//   LeaseRequest (device, need)      ->  answered in the lease page
 //   Idle (device, grant)             ->  a holder with nothing to launch
 //   Ack (device, grant)              ->  drained after a revoke
 //   StatusRequest                    ->
@@ -32,8 +35,9 @@ namespace gpulimit::protocol {
 inline constexpr uint32_t kMagic = 0x6d6c'7067;  // "gplm" on the wire
 // Raise with every change to a message below. 2: memory in Hello and
 // Welcome (the caps the policy grants), the policy's notice in Welcome.
-// 3: the job's leader in Hello.
-inline constexpr uint16_t kVersion = 3;
+// 3: the job's leader in Hello. 4: leases (memory totals): Welcome's
+// leased_devices and lease page, LeaseRequest.
+inline constexpr uint16_t kVersion = 4;
 
 // The largest packet either side sends (StatusReply); a bigger one is cut
 // off by the kernel and rejected as truncated.
@@ -48,6 +52,7 @@ enum class Type : uint16_t {
   kAck = 6,
   kStatusRequest = 7,
   kStatusReply = 8,
+  kLeaseRequest = 9,
 };
 
 struct Header {
@@ -85,7 +90,8 @@ struct Hello {
 inline constexpr uint32_t kMaxWeight = 1000;
 
 // The server's answer to Hello. Carries the board's file descriptor
-// (SCM_RIGHTS), opened read-only.
+// (SCM_RIGHTS), opened read-only, and after it, when `leased_devices` is
+// not 0, the tenant's lease page (shm/lease_page.h), read-only too.
 struct Welcome {
   Header header;
   uint32_t tenant_number;  // t of the board's token words for this tenant
@@ -99,6 +105,10 @@ struct Welcome {
   // --sm 80 to 50"), NUL-terminated; empty when nothing was, and in the
   // Welcome of every process but the tenant's first.
   char notice[256];
+  // Bit i: Hello's device i is under a group's or user's memory total, and
+  // the process reserves there within its tenant's lease.
+  uint32_t leased_devices;
+  uint32_t reserved;
 };
 
 // The server's answer to a Hello it will not serve; the connection closes.
@@ -127,6 +137,17 @@ struct Ack {
   Header header;
   uint32_t board_device;
   uint32_t grant;
+};
+
+// A reservation on `board_device` would take the tenant past its lease:
+// the process asks for a lease of at least `need` bytes (its tenant's use
+// with the reservation) and waits on the device's `answers` in the lease
+// page. The server answers every request there, granted or not.
+struct LeaseRequest {
+  Header header;
+  uint32_t board_device;
+  uint32_t reserved;
+  uint64_t need;
 };
 
 struct StatusRequest {
@@ -164,6 +185,10 @@ constexpr Type type_of<Idle>() {
 template <>
 constexpr Type type_of<Ack>() {
   return Type::kAck;
+}
+template <>
+constexpr Type type_of<LeaseRequest>() {
+  return Type::kLeaseRequest;
 }
 template <>
 constexpr Type type_of<StatusRequest>() {

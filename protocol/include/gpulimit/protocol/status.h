@@ -5,11 +5,15 @@
 // under the same name, in this order, for example:
 //
 // {"server":{"pid":4242,"mode":"user","socket":"/run/user/1000/gpulimit/gpulimitd.sock",
-//            "quantum_us":20000,"uptime_s":12.5,"protocol":3,"metrics":null},
+//            "quantum_us":20000,"uptime_s":12.5,"protocol":4,"metrics":null},
 //  "devices":[{"board_index":0,"uuid":"GPU-11223344-5566-7788-99aa-bbccddeeff00",
 //              "holder":"train-42","waiting":1}],
 //  "unmanaged":[{"pid":31337,"uid":1002,"user":"carol","command":"python3",
 //                "device":"/dev/nvidia0"}],
+//  "memory_totals":[{"scope":"group","id":2000,"name":"ml","board_index":0,
+//                    "uuid":"GPU-11223344-5566-7788-99aa-bbccddeeff00",
+//                    "total":42949672960,"used":3221225472,"promised":4294967296,
+//                    "tenants":1}],
 //  "tenants":[{"tenant":"train-42","number":1,"uid":1000,"user":"alice","pids":[5001,5002],
 //              "command":"python train.py --epochs 10",
 //              "sm_percent":null,"weight":3,"priority":"normal",
@@ -141,10 +145,28 @@ struct Tenant {
   friend bool operator==(const Tenant&, const Tenant&) = default;
 };
 
+// A group's or user's memory_total on one device (policy), against what its
+// tenants hold there and what gpulimitd has promised them (their leases).
+struct MemoryTotal {
+  std::string scope;  // "group" or "user"
+  uint32_t id = 0;    // gid or uid
+  std::string name;   // its name, or the id as text
+  uint32_t board_index = 0;
+  std::string uuid;
+  uint64_t total = 0;     // bytes
+  uint64_t used = 0;      // bytes its tenants' ledgers hold there
+  uint64_t promised = 0;  // bytes leased to them
+  uint32_t tenants = 0;
+
+  friend bool operator==(const MemoryTotal&, const MemoryTotal&) = default;
+};
+
 struct Report {
   Server server;
   std::vector<BoardDevice> devices;  // the board, in index order
   std::vector<UnmanagedProcess> unmanaged;
+  // Newer. Every total that binds a running tenant, by scope, id and device.
+  std::vector<MemoryTotal> memory_totals;
   // Tenants that do not fit in one message are left out from the end
   // (gpulimitd logs how many).
   std::vector<Tenant> tenants;

@@ -39,6 +39,7 @@ void to_json(Json& out, const BoardDevice& device);
 void to_json(Json& out, const UnmanagedProcess& process);
 void to_json(Json& out, const TenantDevice& device);
 void to_json(Json& out, const Tenant& tenant);
+void to_json(Json& out, const MemoryTotal& total);
 void to_json(Json& out, const Report& report);
 
 // Each throws MalformedStatus (newer fields absent: none, see status.h).
@@ -47,6 +48,7 @@ void from_json(const Json& in, BoardDevice& device);
 void from_json(const Json& in, UnmanagedProcess& process);
 void from_json(const Json& in, TenantDevice& device);
 void from_json(const Json& in, Tenant& tenant);
+void from_json(const Json& in, MemoryTotal& total);
 void from_json(const Json& in, Report& report);
 
 // A StatusReply's body into `out`. False when `text` is not JSON of the

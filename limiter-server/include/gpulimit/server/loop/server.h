@@ -41,6 +41,7 @@
 #include "gpulimit/server/metrics/metrics_endpoint.h"
 #include "gpulimit/server/metrics/status_report.h"
 #include "gpulimit/server/policy/policy.h"
+#include "gpulimit/server/quota/memory_totals.h"
 #include "gpulimit/server/result.h"
 #include "gpulimit/server/scheduling/handoff_tracker.h"
 #include "gpulimit/server/scheduling/token_board.h"
@@ -92,6 +93,10 @@ class Server {
  private:
   // The policy's usage history (its half-life) to the scheduler.
   void apply_fair_share_history(TimeNs now);
+  // A LeaseRequest (memory totals): granted or refused, answered in the
+  // tenant's lease page.
+  void handle_lease_request(ConnectionId id, TenantNumber tenant, DeviceIndex device,
+                            uint64_t need);
   struct Connection {
     int fd = -1;
     EventLoop::WatchId watch = 0;
@@ -109,6 +114,7 @@ class Server {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<std::string> ledger_paths;
+    std::vector<TenantNumber> tenants;  // one per connection it joined with
   };
 
   Server(const ServerConfig& config, std::unique_ptr<EventLoop> loop,
@@ -189,6 +195,8 @@ class Server {
   HandoffTracker handoffs_;
   LedgerReaper reaper_;
   Orphans orphans_;
+  MemoryTotals totals_;
+  TimeNs next_lease_refusal_log_ = 0;
   std::unique_ptr<MetricsEndpoint> metrics_;  // null: no metrics
   std::unique_ptr<UsageRecorder> usage_;      // null: no usage database
   TimeNs next_usage_at_ = 0;

@@ -70,6 +70,10 @@ struct PolicySettings {
   std::optional<uint32_t> max_weight;
   std::optional<protocol::Priority> priority;
   std::optional<protocol::Priority> max_priority;
+  // Of [groups.NAME] and [users.NAME] only: the most all the group's (or
+  // the user's) tenants may hold on a device together, in bytes. Not a
+  // setting of the peer (no precedence): the entry's own total.
+  std::optional<uint64_t> memory_total;
 };
 
 // [defaults], [users.NAME] or [groups.NAME].
@@ -124,6 +128,13 @@ struct Policy {
   // Without a device: the settings for every device only.
   EffectiveLimits limits_for(const PeerIdentity& who, const GpuUuid* uuid,
                              uint64_t device_total) const;
+  // The `memory_total` of group `gid` (or of user `uid`) on the device
+  // `uuid`: its device section's, else its entry's; nullopt: none.
+  std::optional<uint64_t> group_memory_total(gid_t gid, const GpuUuid& uuid) const;
+  std::optional<uint64_t> user_memory_total(uid_t uid, const GpuUuid& uuid) const;
+  // Whether any entry sets a memory_total.
+  bool has_memory_totals() const;
+
   // Whether `who` may use the device `uuid` (`devices = [...]`).
   bool may_use(const PeerIdentity& who, const GpuUuid& uuid) const;
   // The devices `who` may use; nullopt: every device.

@@ -4,9 +4,7 @@
 // their lease pages written through the callbacks a call is given, so unit
 // tests can race them. The protocol, its steps (G1-G4, S1-S3) and what SPIN
 // checked of it: limiter-server/model/README.md.
-//
-// Not yet wired into gpulimitd: the lease pages, the library's request and
-// the policy's memory_total are the next steps.
+// gpulimitd's use of it: memory_totals.h.
 #pragma once
 
 #include <cstdint>

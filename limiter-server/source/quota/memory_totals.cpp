@@ -1,0 +1,181 @@
+#include "gpulimit/server/quota/memory_totals.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gpulimit/server/policy/limits_policy.h"
+#include "gpulimit/server/policy/user_accounts.h"
+#include "gpulimit/shm/ledger_inspection.h"
+
+namespace gpulimit::server {
+
+static_assert(kUnlimitedLease == shm::kNoLeaseLimit, "the book and the page mean the same");
+
+MemoryTotals::MemoryTotals() : book_(kLeaseStep) {}
+
+void MemoryTotals::set_totals(const Member& member, DeviceIndex device, const GpuUuid& uuid,
+                              const Policy* policy) {
+  const std::optional<uint64_t> group =
+      policy ? policy->group_memory_total(member.gid, uuid) : std::nullopt;
+  const std::optional<uint64_t> user =
+      policy ? policy->user_memory_total(member.uid, uuid) : std::nullopt;
+  book_.set_group_total(member.gid, device, group);
+  book_.set_user_total(member.uid, device, user);
+  for (const auto& [is_group, id, bytes] : {std::tuple{true, uint32_t{member.gid}, group},
+                                            std::tuple{false, uint32_t{member.uid}, user}}) {
+    if (bytes) {
+      totals_[{is_group, id, device}] = *bytes;
+    } else {
+      totals_.erase({is_group, id, device});
+    }
+  }
+}
+
+std::optional<MemoryTotals::Joined> MemoryTotals::process_joined(
+    TenantNumber tenant, bool new_tenant, uid_t uid, gid_t gid, const std::string& ledger_path,
+    const std::vector<DeviceSeen>& devices, const Policy* policy, std::string& error) {
+  Joined joined;
+  joined.bound.resize(devices.size());
+  auto found = members_.find(tenant);
+  if (found == members_.end()) {
+    if (!new_tenant) return joined;  // it joined unbound: it stays so
+    bool bound = false;
+    for (const DeviceSeen& seen : devices)
+      bound = bound || (policy && (policy->group_memory_total(gid, seen.uuid) ||
+                                   policy->user_memory_total(uid, seen.uuid)));
+    if (!bound) return joined;
+    std::unique_ptr<shm::LeasePage> page = shm::LeasePage::create(tenant, error);
+    if (!page) return std::nullopt;
+    Member member;
+    member.uid = uid;
+    member.gid = gid;
+    member.ledger_path = ledger_path;
+    member.page = std::move(page);
+    found = members_.emplace(tenant, std::move(member)).first;
+    book_.add_tenant(tenant, gid, uid);
+  }
+  Member& member = found->second;
+  ++member.processes;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const DeviceSeen& seen = devices[i];
+    member.devices[seen.device] = seen.uuid;
+    set_totals(member, seen.device, seen.uuid, policy);
+    const uint64_t promised = book_.promised(tenant, seen.device);
+    member.page->set_lease(seen.device, promised);
+    if (promised == kUnlimitedLease) continue;
+    joined.leased |= 1u << i;
+    std::optional<uint64_t> smallest;
+    for (const std::optional<uint64_t> bytes :
+         {policy->group_memory_total(gid, seen.uuid), policy->user_memory_total(uid, seen.uuid)})
+      if (bytes) smallest = std::min(smallest.value_or(*bytes), *bytes);
+    joined.bound[i] = smallest;
+  }
+  joined.page = member.page.get();
+  return joined;
+}
+
+void MemoryTotals::process_exited(TenantNumber tenant) {
+  const auto found = members_.find(tenant);
+  if (found == members_.end() || --found->second.processes > 0) return;
+  book_.remove_tenant(tenant);
+  members_.erase(found);
+}
+
+uint64_t MemoryTotals::read_used(TenantNumber tenant, DeviceIndex device) const {
+  // What cannot be read counts as all of the promise (the largest value):
+  // a shrink then takes nothing back.
+  constexpr uint64_t kUnknown = UINT64_MAX;
+  const auto found = members_.find(tenant);
+  if (found == members_.end()) return kUnknown;
+  const Member& member = found->second;
+  const auto uuid = member.devices.find(device);
+  if (uuid == member.devices.end()) return kUnknown;
+  std::vector<shm::LedgerDeviceUsage> usage;
+  std::string error;
+  if (!shm::read_ledger_usage(member.ledger_path, member.uid, usage, error)) return kUnknown;
+  for (const shm::LedgerDeviceUsage& entry : usage)
+    if (std::memcmp(entry.uuid.data(), uuid->second.data(), entry.uuid.size()) == 0)
+      return entry.used;
+  return 0;  // the tenant has not registered the device: it holds nothing there
+}
+
+void MemoryTotals::write_lease(TenantNumber tenant, DeviceIndex device, uint64_t bytes) {
+  if (const auto found = members_.find(tenant); found != members_.end())
+    found->second.page->set_lease(device, bytes);
+}
+
+std::optional<uint64_t> MemoryTotals::request(TenantNumber tenant, DeviceIndex device,
+                                              uint64_t need) {
+  const auto found = members_.find(tenant);
+  if (found == members_.end()) return std::nullopt;
+  const std::optional<uint64_t> granted = book_.request(
+      tenant, device, need,
+      [this](TenantNumber other, DeviceIndex d) { return read_used(other, d); },
+      [this](TenantNumber other, DeviceIndex d, uint64_t bytes) { write_lease(other, d, bytes); });
+  found->second.page->answer(device);
+  return granted;
+}
+
+bool MemoryTotals::leased(TenantNumber tenant, DeviceIndex device) const {
+  return members_.contains(tenant) && book_.promised(tenant, device) != kUnlimitedLease;
+}
+
+std::vector<std::string> MemoryTotals::apply_policy(const Policy* policy) {
+  const auto before = totals_;
+  totals_.clear();
+  for (auto& [tenant, member] : members_)
+    for (const auto& [device, uuid] : member.devices) {
+      set_totals(member, device, uuid, policy);
+      // A device no total binds any more: the lease goes with it.
+      if (book_.promised(tenant, device) == kUnlimitedLease)
+        member.page->set_lease(device, shm::kNoLeaseLimit);
+    }
+  std::vector<std::string> changes;
+  const auto name = [](bool group, uint32_t id, DeviceIndex device) {
+    return std::string(group ? "group " : "user ") + (group ? group_name(id) : user_name(id)) +
+           " on device " + std::to_string(device);
+  };
+  for (const auto& [key, bytes] : totals_) {
+    const auto& [group, id, device] = key;
+    const auto old = before.find(key);
+    if (old == before.end()) {
+      changes.push_back("memory_total of " + name(group, id, device) + " is now " +
+                        format_size(bytes) +
+                        " (binding the tenants that join from now on, and running ones where "
+                        "another total bound them when they joined)");
+    } else if (old->second != bytes) {
+      changes.push_back("memory_total of " + name(group, id, device) + ": " +
+                        format_size(old->second) + " -> " + format_size(bytes));
+    }
+  }
+  for (const auto& [key, bytes] : before)
+    if (!totals_.contains(key)) {
+      const auto& [group, id, device] = key;
+      changes.push_back("memory_total of " + name(group, id, device) + " (" + format_size(bytes) +
+                        ") removed");
+    }
+  return changes;
+}
+
+std::vector<MemoryTotals::TotalState> MemoryTotals::report() const {
+  std::vector<TotalState> states;
+  for (const auto& [key, bytes] : totals_) {
+    const auto& [group, id, device] = key;
+    TotalState state;
+    state.group = group;
+    state.id = id;
+    state.device = device;
+    state.total = bytes;
+    state.promised = group ? book_.group_promised(id, device) : book_.user_promised(id, device);
+    for (const auto& [tenant, member] : members_) {
+      if ((group ? member.gid : member.uid) != id || !member.devices.contains(device)) continue;
+      ++state.tenants;
+      const uint64_t used = read_used(tenant, device);
+      if (used != UINT64_MAX) state.used += used;
+    }
+    if (state.tenants > 0) states.push_back(state);
+  }
+  return states;
+}
+
+}  // namespace gpulimit::server
