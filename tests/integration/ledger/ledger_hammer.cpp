@@ -3,7 +3,9 @@
 // line on stdout, so that a test drives it step by step instead of sleeping.
 //
 //   ledger_hammer DIR TENANT [--threads=N] [--devices=N] [--seed=N]
-//                 [--seam=die-in-recount|stop-in-flight|yield-in-flight|sleep-in-recount]
+//                 [--seam=die-in-recount|stop-in-flight|yield-in-flight|sleep-in-recount|
+//                         stop-at-lease-check]
+//                 [--lease=FILE]
 //
 // Commands and answers:
 //   race DEV CHUNK  → "ready"; then, after a "go" line, every thread reserves
@@ -21,9 +23,17 @@
 // inside a recount and then waits to be killed; stop-in-flight says
 // "in-flight" from inside its first reserve and stops itself (SIGSTOP);
 // yield-in-flight gives up the CPU in the middle of every reserve and release;
-// sleep-in-recount sleeps a millisecond in the middle of every recount.
+// sleep-in-recount sleeps a millisecond in the middle of every recount;
+// stop-at-lease-check says "at-lease-check" from inside its first reserve
+// within a lease, after its CAS, and stops itself (SIGSTOP).
+//
+// --lease=FILE: every reserve is within the lease that the first 8 bytes of
+// FILE hold (TenantLedger::reserve_within), as a lease page's word; the
+// test writes it.
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -68,6 +78,13 @@ void stop_in_flight(Point point) {
   raise(SIGSTOP);
 }
 
+void stop_at_lease_check(Point point) {
+  static std::atomic<bool> stopped{false};
+  if (point != Point::kLeaseCheck || stopped.exchange(true)) return;
+  say("at-lease-check");
+  raise(SIGSTOP);
+}
+
 // Widens the moments between the two updates of reserve and release, which a
 // recount must never catch a live process in.
 void yield_in_flight(Point point) {
@@ -87,6 +104,7 @@ struct Options {
   int devices = 1;
   uint64_t seed = 1;
   std::string seam;
+  std::string lease;
 };
 
 bool parse_options(int argc, char** argv, Options& options) {
@@ -109,6 +127,10 @@ bool parse_options(int argc, char** argv, Options& options) {
       options.seam = value;
       continue;
     }
+    if (name == "--lease") {
+      options.lease = value;
+      continue;
+    }
     return false;
   }
   return options.threads > 0 && options.devices > 0 && options.devices <= 16;
@@ -123,9 +145,18 @@ std::string joined(const std::vector<uint64_t>& numbers) {
 
 class Hammer {
  public:
-  Hammer(TenantLedger& ledger, const Options& options) : ledger_(ledger), options_(options) {
+  Hammer(TenantLedger& ledger, const Options& options, const std::atomic<uint64_t>* lease)
+      : ledger_(ledger), options_(options), lease_(lease) {
     for (int n = 0; n < options.devices; ++n)
       devices_.push_back(ledger.device(ledger_test::uuid_of(n).data(), 0));
+  }
+
+  // A reserve, within the lease when there is one.
+  bool take(int device, uint64_t bytes) {
+    if (!lease_) return ledger_.reserve(device, bytes);
+    uint64_t need = 0;
+    return ledger_.reserve_within(device, bytes, *lease_, &need) ==
+           TenantLedger::Reservation::kTaken;
   }
 
   void race(int dev, uint64_t chunk, std::istream& input) {
@@ -137,7 +168,7 @@ class Hammer {
       threads.emplace_back([&, t] {
         while (!go.load(std::memory_order_acquire))
           std::this_thread::yield();
-        while (ledger_.reserve(devices_[dev], chunk)) {
+        while (take(devices_[dev], chunk)) {
           reserved[t] += chunk;
           ++successes[t];
         }
@@ -183,7 +214,7 @@ class Hammer {
   }
 
   void reserve(int dev, uint64_t bytes) {
-    say(std::string("reserved ok=") + (ledger_.reserve(devices_[dev], bytes) ? "1" : "0"));
+    say(std::string("reserved ok=") + (take(devices_[dev], bytes) ? "1" : "0"));
   }
 
   void fill(int dev) {
@@ -205,7 +236,7 @@ class Hammer {
       if (blocks.empty() || random() % 2) {
         const size_t d = random() % devices_.size();
         const uint64_t bytes = 1 + random() % max_bytes;
-        if (ledger_.reserve(devices_[d], bytes)) {
+        if (take(devices_[d], bytes)) {
           blocks.emplace_back(d, bytes);
           tally[d] += bytes;
         }
@@ -222,6 +253,7 @@ class Hammer {
 
   TenantLedger& ledger_;
   const Options& options_;
+  const std::atomic<uint64_t>* lease_;
   std::vector<int> devices_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> churners_;
@@ -235,13 +267,25 @@ int main(int argc, char** argv) {
   if (!parse_options(argc, argv, options)) {
     std::fprintf(stderr,
                  "usage: ledger_hammer DIR TENANT [--threads=N] [--devices=N] [--seed=N] "
-                 "[--seam=die-in-recount|stop-in-flight|yield-in-flight|sleep-in-recount]\n");
+                 "[--seam=die-in-recount|stop-in-flight|yield-in-flight|sleep-in-recount|"
+                 "stop-at-lease-check] [--lease=FILE]\n");
     return 2;
   }
   if (!options.seam.empty() && options.seam != "die-in-recount" &&
       options.seam != "stop-in-flight" && options.seam != "yield-in-flight" &&
-      options.seam != "sleep-in-recount")
+      options.seam != "sleep-in-recount" && options.seam != "stop-at-lease-check")
     return 2;
+  const std::atomic<uint64_t>* lease = nullptr;
+  if (!options.lease.empty()) {
+    const int fd = ::open(options.lease.c_str(), O_RDONLY | O_CLOEXEC);
+    void* word =
+        fd < 0 ? MAP_FAILED : mmap(nullptr, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
+    if (word == MAP_FAILED) {
+      say("error=cannot map the lease file " + options.lease);
+      return 1;
+    }
+    lease = static_cast<const std::atomic<uint64_t>*>(word);
+  }
 
   std::string error;
   std::unique_ptr<TenantLedger> ledger = TenantLedger::open(options.dir, options.tenant, error);
@@ -255,7 +299,9 @@ int main(int argc, char** argv) {
   if (options.seam == "stop-in-flight") gpulimit::shm::test_seams::set_handler(stop_in_flight);
   if (options.seam == "yield-in-flight") gpulimit::shm::test_seams::set_handler(yield_in_flight);
   if (options.seam == "sleep-in-recount") gpulimit::shm::test_seams::set_handler(sleep_in_recount);
-  Hammer hammer(*ledger, options);
+  if (options.seam == "stop-at-lease-check")
+    gpulimit::shm::test_seams::set_handler(stop_at_lease_check);
+  Hammer hammer(*ledger, options, lease);
   say("attached pid=" + std::to_string(getpid()));
 
   std::string line;
