@@ -219,13 +219,13 @@ class Server:
     """A gpulimitd of the suite's own, on a private socket, in the
     foreground so that the suite owns the process and stops it."""
 
-    def __init__(self, suite, machine, name="server", quantum_ms=20):
+    def __init__(self, suite, machine, name="server", quantum_ms=20, args=()):
         self.dir = suite.scratch(machine.dir, name)
         self.socket = os.path.join(self.dir, "gpulimitd.sock")
         self.log = os.path.join(self.dir, "gpulimitd.log")
         self.log_file = open(self.log, "w")
         argv = [suite.gpulimitd, "--foreground", "--socket", self.socket, "--quantum-ms",
-                str(quantum_ms), "--idle-exit-s", "600"]
+                str(quantum_ms), "--idle-exit-s", "600"] + list(args)
         self.proc = subprocess.Popen(argv, env=machine.environment(), stdout=self.log_file,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.error = self._wait_listening(20.0)
