@@ -39,6 +39,13 @@ void LeaseBook::add_tenant(TenantNumber tenant, uint32_t group, uint32_t user) {
   members_.try_emplace(tenant, Member{group, user, {}});
 }
 
+void LeaseBook::adopt(TenantNumber tenant, DeviceIndex device, uint64_t bytes) {
+  const auto found = members_.find(tenant);
+  if (found == members_.end() || !bound(found->second, device) || bytes == 0) return;
+  uint64_t& promised = found->second.promised[device];
+  promised = std::max(promised, bytes);
+}
+
 void LeaseBook::remove_tenant(TenantNumber tenant) {
   members_.erase(tenant);
 }

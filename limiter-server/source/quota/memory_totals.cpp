@@ -8,6 +8,12 @@
 #include "gpulimit/shm/ledger_inspection.h"
 
 namespace gpulimit::server {
+namespace {
+
+// read_used's answer for a ledger it cannot read.
+constexpr uint64_t kUnknownUse = UINT64_MAX;
+
+}  // namespace
 
 static_assert(kUnlimitedLease == shm::kNoLeaseLimit, "the book and the page mean the same");
 
@@ -58,8 +64,14 @@ std::optional<MemoryTotals::Joined> MemoryTotals::process_joined(
   ++member.processes;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const DeviceSeen& seen = devices[i];
-    member.devices[seen.device] = seen.uuid;
+    const bool new_device = member.devices.emplace(seen.device, seen.uuid).second;
     set_totals(member, seen.device, seen.uuid, policy);
+    // What its ledger holds already (a server started anew while the
+    // tenant ran, a ledger its processes share with an earlier tenant) is
+    // promised to it before anything is granted to others.
+    if (new_device && book_.promised(tenant, seen.device) == 0)
+      if (const uint64_t held = read_used(tenant, seen.device); held != kUnknownUse)
+        book_.adopt(tenant, seen.device, held);
     const uint64_t promised = book_.promised(tenant, seen.device);
     member.page->set_lease(seen.device, promised);
     if (promised == kUnlimitedLease) continue;
@@ -82,17 +94,16 @@ void MemoryTotals::process_exited(TenantNumber tenant) {
 }
 
 uint64_t MemoryTotals::read_used(TenantNumber tenant, DeviceIndex device) const {
-  // What cannot be read counts as all of the promise (the largest value):
-  // a shrink then takes nothing back.
-  constexpr uint64_t kUnknown = UINT64_MAX;
+  // What cannot be read counts as all of the promise (kUnknownUse, the
+  // largest value): a shrink then takes nothing back.
   const auto found = members_.find(tenant);
-  if (found == members_.end()) return kUnknown;
+  if (found == members_.end()) return kUnknownUse;
   const Member& member = found->second;
   const auto uuid = member.devices.find(device);
-  if (uuid == member.devices.end()) return kUnknown;
+  if (uuid == member.devices.end()) return kUnknownUse;
   std::vector<shm::LedgerDeviceUsage> usage;
   std::string error;
-  if (!shm::read_ledger_usage(member.ledger_path, member.uid, usage, error)) return kUnknown;
+  if (!shm::read_ledger_usage(member.ledger_path, member.uid, usage, error)) return kUnknownUse;
   for (const shm::LedgerDeviceUsage& entry : usage)
     if (std::memcmp(entry.uuid.data(), uuid->second.data(), entry.uuid.size()) == 0)
       return entry.used;
@@ -171,7 +182,7 @@ std::vector<MemoryTotals::TotalState> MemoryTotals::report() const {
       if ((group ? member.gid : member.uid) != id || !member.devices.contains(device)) continue;
       ++state.tenants;
       const uint64_t used = read_used(tenant, device);
-      if (used != UINT64_MAX) state.used += used;
+      if (used != kUnknownUse) state.used += used;
     }
     if (state.tenants > 0) states.push_back(state);
   }

@@ -184,5 +184,32 @@ TEST_F(MemoryTotals, AReloadThatLowersTheTotalRefusesNewMemoryAndTakesNothingBac
   wait_for_program(holder, kProgramTimeout);
 }
 
+TEST_F(MemoryTotals, AServerStartedAnewCountsWhatRunningTenantsHoldBeforeGrantingMore) {
+  write_policy(my_user() + "memory_total = \"1G\"\n");
+  start_server();
+  gpulimit::testing::Process holder = start_allocator("holder", "640M", 60);
+  EXPECT_EQ(held_by("holder"), 640 * kMiB);
+
+  // The server dies; a new one knows nothing of the leases the old gave.
+  ::kill(server_->pid(), SIGKILL);
+  server_->wait_for_exit(kProgramTimeout);
+  start_server();
+  // The holder's process joins the new server by itself (its connection
+  // watcher), and the new server reads what its ledger holds.
+  const auto deadline = std::chrono::steady_clock::now() + kProgramTimeout;
+  bool rejoined = false;
+  while (!rejoined && std::chrono::steady_clock::now() < deadline) {
+    if (const std::optional<nlohmann::json> report = status())
+      for (const nlohmann::json& total : (*report)["memory_totals"])
+        rejoined = rejoined || total["used"] == 640 * kMiB;
+    if (!rejoined) std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(rejoined) << server_->log();
+
+  EXPECT_EQ(allocate("newcomer", "3G"), 384 * kMiB) << server_->log();
+  holder.signal(SIGKILL);
+  wait_for_program(holder, kProgramTimeout);
+}
+
 }  // namespace
 }  // namespace server_test

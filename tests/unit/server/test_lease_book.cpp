@@ -190,6 +190,24 @@ TEST_F(LeaseBookTest, ALowerTotalTakesNothingBackAndRefusesWhatIsNew) {
   EXPECT_EQ(ask(kB, kGiB / 2), std::nullopt);
 }
 
+TEST_F(LeaseBookTest, WhatATenantHoldsAlreadyIsPromisedToItEvenPastTheTotal) {
+  book.set_group_total(kMl, kGpu, 4 * kGiB);
+  // A server started anew: alice's tenant reconnects holding 3 GiB, bob's
+  // holding 2 GiB, more than the total between them.
+  book.adopt(kA, kGpu, 3 * kGiB);
+  book.adopt(kB, kGpu, 2 * kGiB);
+  tenants.used = {{kA, 3 * kGiB}, {kB, 2 * kGiB}};
+
+  EXPECT_EQ(book.promised(kA, kGpu), 3 * kGiB);
+  EXPECT_EQ(book.group_promised(kMl, kGpu), 5 * kGiB) << "nothing held is taken away";
+  EXPECT_EQ(ask(kB, 2 * kGiB + 1), std::nullopt) << "and nothing more granted";
+  tenants.used[kA] = kGiB;  // alice frees 2 GiB: 1 GiB of it is room again
+  EXPECT_EQ(ask(kB, 3 * kGiB), 3 * kGiB);
+  EXPECT_EQ(book.group_promised(kMl, kGpu), 4 * kGiB);
+  book.adopt(kC, kGpu, kGiB);  // vision has no total: nothing to promise
+  EXPECT_EQ(book.promised(kC, kGpu), kUnlimitedLease);
+}
+
 TEST_F(LeaseBookTest, AGoneTenantsPromisesComeBack) {
   book.set_group_total(kMl, kGpu, 4 * kGiB);
   tenants.used[kA] = 4 * kGiB;

@@ -38,6 +38,11 @@ class LeaseBook {
   void set_user_total(uint32_t user, DeviceIndex device, std::optional<uint64_t> bytes);
 
   void add_tenant(TenantNumber tenant, uint32_t group, uint32_t user);
+  // The tenant already holds `bytes` on the device (its ledger says so) and
+  // is promised nothing there yet: it is promised what it holds, beyond
+  // the totals if need be, so that nobody else is granted that memory. A
+  // server started anew learns its tenants' holdings so.
+  void adopt(TenantNumber tenant, DeviceIndex device, uint64_t bytes);
   // The tenant's last process has exited (its pidfd, never its hang-up or
   // its SIGKILL: the kernel has freed its memory): its promises come back.
   void remove_tenant(TenantNumber tenant);
