@@ -1,6 +1,9 @@
 #include "gpulimit/server/quota/memory_totals.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "gpulimit/server/policy/limits_policy.h"
@@ -101,6 +104,11 @@ uint64_t MemoryTotals::read_used(TenantNumber tenant, DeviceIndex device) const 
   const Member& member = found->second;
   const auto uuid = member.devices.find(device);
   if (uuid == member.devices.end()) return kUnknownUse;
+  // No ledger: the tenant has reserved nothing (its processes make the
+  // ledger before their first reservation), or it removed its own, which
+  // lets it keep what it holds but no lease it does not use.
+  struct stat status {};
+  if (::lstat(member.ledger_path.c_str(), &status) != 0 && errno == ENOENT) return 0;
   std::vector<shm::LedgerDeviceUsage> usage;
   std::string error;
   if (!shm::read_ledger_usage(member.ledger_path, member.uid, usage, error)) return kUnknownUse;

@@ -211,5 +211,65 @@ TEST_F(MemoryTotals, AServerStartedAnewCountsWhatRunningTenantsHoldBeforeGrantin
   wait_for_program(holder, kProgramTimeout);
 }
 
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as its 16 bytes.
+Uuid uuid_bytes(const std::string& text) {
+  Uuid uuid{};
+  std::string hex;
+  for (const char c : text.substr(4))
+    if (c != '-') hex += c;
+  for (std::size_t i = 0; i < uuid.size() && 2 * i + 1 < hex.size(); ++i)
+    uuid[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+  return uuid;
+}
+
+TEST_F(MemoryTotals, AHostileTenantCanNeitherHogTheTotalNorNameAnotherDevice) {
+  write_policy(my_user() + "memory_total = \"1G\"\n");
+  start_server();
+  gpulimit::testing::Process holder = start_allocator("holder", "640M", 60);
+  EXPECT_EQ(held_by("holder"), 640 * kMiB);
+  const std::optional<nlohmann::json> before = status();
+  ASSERT_TRUE(before && !(*before)["devices"].empty());
+
+  // A client of the same user speaking the protocol by hand: it makes no
+  // ledger and asks for everything, then for what is left, which it never
+  // uses.
+  TestClient hostile(server_->socket());
+  HelloOptions hello;
+  hello.tenant = "hostile";
+  hello.ledger_dir = dir_.path();
+  hello.uuids = {uuid_bytes((*before)["devices"][0]["uuid"].get<std::string>())};
+  ASSERT_TRUE(hostile.hello(hello)) << hostile.refusal() << server_->log();
+  EXPECT_EQ(hostile.welcome().leased_devices, 1u);
+  EXPECT_EQ(hostile.welcome().memory_cap[0], 1024 * kMiB) << "its cap is the total";
+  for (const uint64_t need : {UINT64_MAX, 384 * kMiB}) {
+    auto request = gpulimit::protocol::make<gpulimit::protocol::LeaseRequest>();
+    request.board_device = hostile.device(0);
+    request.need = need;
+    ASSERT_TRUE(hostile.send_raw(&request, sizeof request));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kProgramTimeout;
+  uint64_t promised = 0;
+  while (promised < 640 * kMiB + 384 * kMiB && std::chrono::steady_clock::now() < deadline) {
+    if (const std::optional<nlohmann::json> report = status())
+      if (!(*report)["memory_totals"].empty())
+        promised = (*report)["memory_totals"][0]["promised"].get<uint64_t>();
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(promised, 1024 * kMiB) << "the second request granted, the first refused";
+
+  // What it was leased and does not hold goes to a tenant that needs it.
+  EXPECT_EQ(allocate("newcomer", "3G"), 384 * kMiB) << server_->log();
+
+  // A device its Hello did not name: the connection is closed.
+  auto stray = gpulimit::protocol::make<gpulimit::protocol::LeaseRequest>();
+  stray.board_device = 15;
+  stray.need = kMiB;
+  ASSERT_TRUE(hostile.send_raw(&stray, sizeof stray));
+  EXPECT_TRUE(hostile.closed_by_server());
+  EXPECT_TRUE(status().has_value()) << "the server goes on serving";
+  holder.signal(SIGKILL);
+  wait_for_program(holder, kProgramTimeout);
+}
+
 }  // namespace
 }  // namespace server_test
