@@ -43,7 +43,10 @@ DESCRIPTION
     graph memory (from a graph's instantiation until what it allocated is
     freed and trimmed) and contexts. Not counted: module memory and heaps
     grown by cuCtxSetLimit (docs/memory-accounting.md). Memory caps need no
-    server.
+    server. Where the administrator's policy gives the job's user or group
+    a memory_total, an allocation also fails once the jobs under that total
+    hold all of it on the device together, and the job's cap there is at
+    most the total.
 
     Time-slicing. gpulimitd, a token server, lets one tenant at a time
     launch work on a device, for a quantum of some tens of milliseconds; a
@@ -89,7 +92,9 @@ COMMANDS
         quantum); each device with the tenant holding it and the number
         waiting; each tenant with its user, processes and limits and, per
         device, its memory used and cap, and the share of GPU time it is to
-        get and has had. --json prints the server's answer, a JSON object,
+        get and has had; the fair-share tree, when there is one to show;
+        and each group's and user's memory_total with what its tenants use
+        and are leased. --json prints the server's answer, a JSON object,
         as it is.
 
     top [--interval SECONDS] [--batch] [--iterations N]
