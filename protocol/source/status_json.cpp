@@ -202,10 +202,10 @@ void to_json(Json& out, const Tenant& tenant) {
 }
 
 void to_json(Json& out, const MemoryTotal& total) {
-  out = {{"scope", total.scope},    {"id", total.id},
-         {"name", total.name},      {"board_index", total.board_index},
-         {"uuid", total.uuid},      {"total", total.total},
-         {"used", total.used},      {"promised", total.promised},
+  out = {{"scope", total.scope},         {"id", total.id},
+         {"name", total.name},           {"board_index", nullable(total.board_index)},
+         {"uuid", nullable(total.uuid)}, {"total", total.total},
+         {"used", total.used},           {"promised", total.promised},
          {"tenants", total.tenants}};
 }
 

@@ -896,8 +896,10 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
     entry.scope = total.group ? "group" : "user";
     entry.id = total.id;
     entry.name = total.group ? group_name(total.id) : user_name(total.id);
-    entry.board_index = total.device;
-    entry.uuid = format_gpu_uuid(board_->uuid(total.device));
+    if (total.device != kAllDevices) {
+      entry.board_index = total.device;
+      entry.uuid = format_gpu_uuid(board_->uuid(total.device));
+    }
     entry.total = total.total;
     entry.used = total.used;
     entry.promised = total.promised;

@@ -259,8 +259,8 @@ std::string render_metrics(const StatusSnapshot& snapshot, std::string_view vers
       out.sample(family,
                  {{"scope", total.scope},
                   {"name", total.name},
-                  {"gpu", std::to_string(total.board_index)},
-                  {"UUID", total.uuid}},
+                  {"gpu", total.board_index ? std::to_string(*total.board_index) : "all"},
+                  {"UUID", total.uuid.value_or("")}},
                  format_number(total.*figure));
   }
   out.family("gpulimit_orphan_tenants");

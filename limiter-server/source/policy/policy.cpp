@@ -251,8 +251,15 @@ std::optional<uint64_t> named_total(const Entries& entries, unsigned id, const G
   return entry_total(found->second, uuid);
 }
 
+template <typename Entries>
+std::optional<uint64_t> named_total_all(const Entries& entries, unsigned id) {
+  const auto found = entries.find(id);
+  if (found == entries.end()) return std::nullopt;
+  return found->second.memory_total_all;
+}
+
 bool sets_total(const PolicyEntry& entry) {
-  if (entry.all_devices.memory_total) return true;
+  if (entry.all_devices.memory_total || entry.memory_total_all) return true;
   return std::any_of(entry.device.begin(), entry.device.end(),
                      [](const auto& section) { return section.second.memory_total.has_value(); });
 }
@@ -265,6 +272,14 @@ std::optional<uint64_t> Policy::group_memory_total(gid_t gid, const GpuUuid& uui
 
 std::optional<uint64_t> Policy::user_memory_total(uid_t uid, const GpuUuid& uuid) const {
   return named_total(users, uid, uuid);
+}
+
+std::optional<uint64_t> Policy::group_memory_total_all(gid_t gid) const {
+  return named_total_all(groups, gid);
+}
+
+std::optional<uint64_t> Policy::user_memory_total_all(uid_t uid) const {
+  return named_total_all(users, uid);
 }
 
 bool Policy::has_memory_totals() const {

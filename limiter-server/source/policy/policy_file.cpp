@@ -114,11 +114,13 @@ class PolicyReader {
   // A total is a group's or a user's own: [defaults] would give each group
   // one of its own, which nobody could tell from the file.
   void no_totals_in_defaults(const PolicyEntry& defaults, const toml::node& node) {
-    bool set = defaults.all_devices.memory_total.has_value();
+    bool set = defaults.all_devices.memory_total || defaults.memory_total_all;
     for (const auto& [uuid, section] : defaults.device)
       set = set || section.memory_total.has_value();
     if (set)
-      error(node.source(), "memory_total belongs in [groups.NAME] or [users.NAME], not [defaults]");
+      error(node.source(),
+            "memory_total and memory_total_all belong in [groups.NAME] or [users.NAME], not "
+            "[defaults]");
   }
 
   void read_named_entries(Policy& policy, bool users, const toml::node& node) {
@@ -190,6 +192,8 @@ class PolicyReader {
         read.orphan_grace_s = orphan_grace(value);
       } else if (name == "share") {
         read.share = weight(name, value);
+      } else if (name == "memory_total_all") {
+        read.memory_total_all = total(name, value);
       } else {
         warn(key.source(), "unknown key '" + name + "' in " + label + " ignored");
       }

@@ -56,33 +56,42 @@ std::optional<uint64_t> LeaseBook::total(const TotalKey& key) const {
   return found->second;
 }
 
-bool LeaseBook::bound(const Member& member, DeviceIndex device) const {
-  return total({Scope::kGroup, member.group, device}) || total({Scope::kUser, member.user, device});
+std::vector<LeaseBook::TotalKey> LeaseBook::totals_of(const Member& member,
+                                                      DeviceIndex device) const {
+  std::vector<TotalKey> keys;
+  for (const DeviceIndex scope_device : {device, kAllDevices})
+    for (const TotalKey& key : {TotalKey{Scope::kGroup, member.group, scope_device},
+                                TotalKey{Scope::kUser, member.user, scope_device}})
+      if (total(key)) keys.push_back(key);
+  return keys;
 }
 
-bool LeaseBook::same_total(const Member& a, const Member& b, DeviceIndex device) const {
-  return (a.group == b.group && total({Scope::kGroup, a.group, device})) ||
-         (a.user == b.user && total({Scope::kUser, a.user, device}));
+bool LeaseBook::bound(const Member& member, DeviceIndex device) const {
+  return !totals_of(member, device).empty();
 }
 
 uint64_t LeaseBook::promised_under(const TotalKey& key) const {
   const auto& [scope, id, device] = key;
   uint64_t sum = 0;
-  for (const auto& [tenant, member] : members_)
-    if ((scope == Scope::kGroup ? member.group : member.user) == id)
+  for (const auto& [tenant, member] : members_) {
+    if ((scope == Scope::kGroup ? member.group : member.user) != id) continue;
+    if (device != kAllDevices) {
       sum += promise_on(member.promised, device);
+    } else {
+      for (const auto& [any_device, bytes] : member.promised)
+        sum += bytes;
+    }
+  }
   return sum;
 }
 
 uint64_t LeaseBook::ceiling(const Member& member, DeviceIndex device) const {
   const uint64_t own = promise_on(member.promised, device);
   uint64_t most = kUnlimitedLease;
-  for (const TotalKey& key : {TotalKey{Scope::kGroup, member.group, device},
-                              TotalKey{Scope::kUser, member.user, device}}) {
-    const std::optional<uint64_t> bytes = total(key);
-    if (!bytes) continue;
+  for (const TotalKey& key : totals_of(member, device)) {
+    const uint64_t bytes = *total(key);
     const uint64_t others = promised_under(key) - own;
-    most = std::min(most, *bytes > others ? *bytes - others : 0);
+    most = std::min(most, bytes > others ? bytes - others : 0);
   }
   return most;
 }
@@ -115,12 +124,25 @@ std::optional<uint64_t> LeaseBook::request(TenantNumber tenant, DeviceIndex devi
     write_lease(tenant, device, own);
     return own;
   }
-  // G2: no room: take back what the others under the same totals do not use.
+  // G2: no room: take back what the others under the same totals do not
+  // use: on this device, and under a total of all devices on every one.
   if (ceiling(member, device) < need) {
-    for (auto& [other, other_member] : members_)
-      if (other != tenant && same_total(member, other_member, device) &&
-          promise_on(other_member.promised, device) > 0)
-        shrink(other, other_member, device, read_used, write_lease);
+    const std::vector<TotalKey> mine = totals_of(member, device);
+    std::vector<std::pair<TenantNumber, DeviceIndex>> others;
+    for (const auto& [other, other_member] : members_) {
+      if (other == tenant) continue;
+      for (const auto& [other_device, bytes] : other_member.promised) {
+        if (bytes == 0) continue;
+        const std::vector<TotalKey> theirs = totals_of(other_member, other_device);
+        const auto shared = [&](const TotalKey& key) {
+          return (std::get<2>(key) == kAllDevices || other_device == device) &&
+                 std::find(theirs.begin(), theirs.end(), key) != theirs.end();
+        };
+        if (std::any_of(mine.begin(), mine.end(), shared)) others.emplace_back(other, other_device);
+      }
+    }
+    for (const auto& [other, other_device] : others)
+      shrink(other, members_.at(other), other_device, read_used, write_lease);
   }
   // G3: a chunk's worth where there is room, at least what it needs; G4: none.
   const uint64_t room = ceiling(member, device);

@@ -22,20 +22,46 @@ static_assert(kUnlimitedLease == shm::kNoLeaseLimit, "the book and the page mean
 
 MemoryTotals::MemoryTotals() : book_(kLeaseStep) {}
 
+namespace {
+
+// The totals the policy gives a tenant of `uid` in group `gid` on the device
+// `uuid`: its group's and its user's there, and of all devices.
+struct TotalsOf {
+  std::optional<uint64_t> group, user, group_all, user_all;
+
+  bool any() const { return group || user || group_all || user_all; }
+  std::optional<uint64_t> smallest() const {
+    std::optional<uint64_t> least;
+    for (const std::optional<uint64_t> bytes : {group, user, group_all, user_all})
+      if (bytes) least = std::min(least.value_or(*bytes), *bytes);
+    return least;
+  }
+};
+
+TotalsOf totals_of(const Policy* policy, uid_t uid, gid_t gid, const GpuUuid& uuid) {
+  if (!policy) return {};
+  return {policy->group_memory_total(gid, uuid), policy->user_memory_total(uid, uuid),
+          policy->group_memory_total_all(gid), policy->user_memory_total_all(uid)};
+}
+
+}  // namespace
+
 void MemoryTotals::set_totals(const Member& member, DeviceIndex device, const GpuUuid& uuid,
                               const Policy* policy) {
-  const std::optional<uint64_t> group =
-      policy ? policy->group_memory_total(member.gid, uuid) : std::nullopt;
-  const std::optional<uint64_t> user =
-      policy ? policy->user_memory_total(member.uid, uuid) : std::nullopt;
-  book_.set_group_total(member.gid, device, group);
-  book_.set_user_total(member.uid, device, user);
-  for (const auto& [is_group, id, bytes] : {std::tuple{true, uint32_t{member.gid}, group},
-                                            std::tuple{false, uint32_t{member.uid}, user}}) {
+  const TotalsOf totals = totals_of(policy, member.uid, member.gid, uuid);
+  book_.set_group_total(member.gid, device, totals.group);
+  book_.set_user_total(member.uid, device, totals.user);
+  book_.set_group_total(member.gid, kAllDevices, totals.group_all);
+  book_.set_user_total(member.uid, kAllDevices, totals.user_all);
+  for (const auto& [is_group, id, on, bytes] :
+       {std::tuple{true, uint32_t{member.gid}, device, totals.group},
+        std::tuple{false, uint32_t{member.uid}, device, totals.user},
+        std::tuple{true, uint32_t{member.gid}, kAllDevices, totals.group_all},
+        std::tuple{false, uint32_t{member.uid}, kAllDevices, totals.user_all}}) {
     if (bytes) {
-      totals_[{is_group, id, device}] = *bytes;
+      totals_[{is_group, id, on}] = *bytes;
     } else {
-      totals_.erase({is_group, id, device});
+      totals_.erase({is_group, id, on});
     }
   }
 }
@@ -48,11 +74,10 @@ std::optional<MemoryTotals::Joined> MemoryTotals::process_joined(
   auto found = members_.find(tenant);
   if (found == members_.end()) {
     if (!new_tenant) return joined;  // it joined unbound: it stays so
-    bool bound = false;
-    for (const DeviceSeen& seen : devices)
-      bound = bound || (policy && (policy->group_memory_total(gid, seen.uuid) ||
-                                   policy->user_memory_total(uid, seen.uuid)));
-    if (!bound) return joined;
+    const auto binds = [&](const DeviceSeen& seen) {
+      return totals_of(policy, uid, gid, seen.uuid).any();
+    };
+    if (!std::any_of(devices.begin(), devices.end(), binds)) return joined;
     std::unique_ptr<shm::LeasePage> page = shm::LeasePage::create(tenant, error);
     if (!page) return std::nullopt;
     Member member;
@@ -79,11 +104,7 @@ std::optional<MemoryTotals::Joined> MemoryTotals::process_joined(
     member.page->set_lease(seen.device, promised);
     if (promised == kUnlimitedLease) continue;
     joined.leased |= 1u << i;
-    std::optional<uint64_t> smallest;
-    for (const std::optional<uint64_t> bytes :
-         {policy->group_memory_total(gid, seen.uuid), policy->user_memory_total(uid, seen.uuid)})
-      if (bytes) smallest = std::min(smallest.value_or(*bytes), *bytes);
-    joined.bound[i] = smallest;
+    joined.bound[i] = totals_of(policy, uid, gid, seen.uuid).smallest();
   }
   joined.page = member.page.get();
   return joined;
@@ -151,27 +172,26 @@ std::vector<std::string> MemoryTotals::apply_policy(const Policy* policy) {
     }
   std::vector<std::string> changes;
   const auto name = [](bool group, uint32_t id, DeviceIndex device) {
-    return std::string(group ? "group " : "user ") + (group ? group_name(id) : user_name(id)) +
-           " on device " + std::to_string(device);
+    return std::string(device == kAllDevices ? "memory_total_all of " : "memory_total of ") +
+           (group ? "group " : "user ") + (group ? group_name(id) : user_name(id)) +
+           (device == kAllDevices ? "" : " on device " + std::to_string(device));
   };
   for (const auto& [key, bytes] : totals_) {
     const auto& [group, id, device] = key;
     const auto old = before.find(key);
     if (old == before.end()) {
-      changes.push_back("memory_total of " + name(group, id, device) + " is now " +
-                        format_size(bytes) +
+      changes.push_back(name(group, id, device) + " is now " + format_size(bytes) +
                         " (binding the tenants that join from now on, and running ones where "
                         "another total bound them when they joined)");
     } else if (old->second != bytes) {
-      changes.push_back("memory_total of " + name(group, id, device) + ": " +
-                        format_size(old->second) + " -> " + format_size(bytes));
+      changes.push_back(name(group, id, device) + ": " + format_size(old->second) + " -> " +
+                        format_size(bytes));
     }
   }
   for (const auto& [key, bytes] : before)
     if (!totals_.contains(key)) {
       const auto& [group, id, device] = key;
-      changes.push_back("memory_total of " + name(group, id, device) + " (" + format_size(bytes) +
-                        ") removed");
+      changes.push_back(name(group, id, device) + " (" + format_size(bytes) + ") removed");
     }
   return changes;
 }
@@ -187,10 +207,14 @@ std::vector<MemoryTotals::TotalState> MemoryTotals::report() const {
     state.total = bytes;
     state.promised = group ? book_.group_promised(id, device) : book_.user_promised(id, device);
     for (const auto& [tenant, member] : members_) {
-      if ((group ? member.gid : member.uid) != id || !member.devices.contains(device)) continue;
+      if ((group ? member.gid : member.uid) != id) continue;
+      if (device != kAllDevices && !member.devices.contains(device)) continue;
       ++state.tenants;
-      const uint64_t used = read_used(tenant, device);
-      if (used != kUnknownUse) state.used += used;
+      for (const auto& [own_device, uuid] : member.devices) {
+        if (device != kAllDevices && own_device != device) continue;
+        const uint64_t used = read_used(tenant, own_device);
+        if (used != kUnknownUse) state.used += used;
+      }
     }
     if (state.tenants > 0) states.push_back(state);
   }

@@ -27,7 +27,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kProgramTimeout{60'000};
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-class MemoryTotals : public ::testing::Test {
+// On a simulated machine of `kDevices` GPUs of 4 GiB.
+template <uint32_t kDevices>
+class MemoryTotalsOn : public ::testing::Test {
  protected:
   std::string policy_path() const { return dir_.path() + "/policy.toml"; }
   void write_policy(const std::string& text) const {
@@ -43,23 +45,28 @@ class MemoryTotals : public ::testing::Test {
     ASSERT_TRUE(server_->wait_until_serving()) << server_->log();
   }
 
-  std::vector<std::string> tenant_environment(const std::string& tenant) const {
-    return gpulimit::testing::assignments(
-        gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant),
-                                "GPULIMIT_SOCKET", server_->socket()));
+  // `gpu`: the one GPU it sees (CUDA_VISIBLE_DEVICES), or all of them.
+  std::vector<std::string> tenant_environment(const std::string& tenant,
+                                              std::optional<int> gpu) const {
+    auto environment = gpulimit::testing::with(machine_.tenant_environment(dir_.path(), "", tenant),
+                                               "GPULIMIT_SOCKET", server_->socket());
+    if (gpu)
+      environment =
+          gpulimit::testing::with(environment, "CUDA_VISIBLE_DEVICES", std::to_string(*gpu));
+    return gpulimit::testing::assignments(environment);
   }
 
   // The allocator as tenant `tenant`, up to `target` in 64 MiB chunks,
   // holding what it got for `hold_s` seconds (0: not at all).
   gpulimit::testing::Process start_allocator(const std::string& tenant, const std::string& target,
-                                             int hold_s) {
+                                             int hold_s, std::optional<int> gpu = std::nullopt) {
     std::vector<std::string> arguments = {
         WORKLOAD_ALLOCATOR_PATH, "--path", "linear", "--target", target, "--chunk", "64M"};
     if (hold_s > 0) {
       arguments.push_back("--hold");
       arguments.push_back(std::to_string(hold_s));
     }
-    return spawn_program(arguments, tenant_environment(tenant), output_of(tenant));
+    return spawn_program(arguments, tenant_environment(tenant, gpu), output_of(tenant));
   }
   std::string output_of(const std::string& tenant) const {
     return dir_.path() + "/" + tenant + ".out";
@@ -78,8 +85,9 @@ class MemoryTotals : public ::testing::Test {
     return 0;
   }
   // Runs the allocator as `tenant` to the end; the bytes it got.
-  uint64_t allocate(const std::string& tenant, const std::string& target) {
-    gpulimit::testing::Process allocator = start_allocator(tenant, target, 0);
+  uint64_t allocate(const std::string& tenant, const std::string& target,
+                    std::optional<int> gpu = std::nullopt) {
+    gpulimit::testing::Process allocator = start_allocator(tenant, target, 0, gpu);
     EXPECT_EQ(wait_for_program(allocator, kProgramTimeout), 0)
         << read_file(output_of(tenant)) << server_->log();
     const std::string output = read_file(output_of(tenant));
@@ -94,9 +102,11 @@ class MemoryTotals : public ::testing::Test {
   }
 
   gpulimit::testing::TemporaryDirectory dir_;
-  gpulimit::testing::SimulatedMachine machine_;
+  gpulimit::testing::SimulatedMachine machine_{gpulimit::testing::MachineShape{kDevices}};
   std::unique_ptr<ServerProcess> server_;
 };
+using MemoryTotals = MemoryTotalsOn<1>;
+using MemoryTotalsOnTwoGpus = MemoryTotalsOn<2>;
 
 TEST_F(MemoryTotals, TwoTenantsOfAUserShareItsTotalAndAKilledOnesMemoryComesBack) {
   write_policy(my_user() + "memory_total = \"1G\"\n");
@@ -209,6 +219,22 @@ TEST_F(MemoryTotals, AServerStartedAnewCountsWhatRunningTenantsHoldBeforeGrantin
   EXPECT_EQ(allocate("newcomer", "3G"), 384 * kMiB) << server_->log();
   holder.signal(SIGKILL);
   wait_for_program(holder, kProgramTimeout);
+}
+
+TEST_F(MemoryTotalsOnTwoGpus, ATotalOfAllDevicesCountsWhatIsHeldOnEach) {
+  write_policy(my_group() + "memory_total_all = \"1G\"\n");
+  start_server();
+  gpulimit::testing::Process first = start_allocator("first", "640M", 60, 0);
+  EXPECT_EQ(held_by("first"), 640 * kMiB);
+
+  EXPECT_EQ(allocate("second", "3G", 1), 384 * kMiB) << server_->log();
+  const std::optional<nlohmann::json> report = status();
+  ASSERT_TRUE(report);
+  ASSERT_EQ((*report)["memory_totals"].size(), 1u) << report->dump();
+  EXPECT_EQ((*report)["memory_totals"][0]["board_index"], nullptr);
+  EXPECT_EQ((*report)["memory_totals"][0]["used"], 640 * kMiB);
+  first.signal(SIGKILL);
+  wait_for_program(first, kProgramTimeout);
 }
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as its 16 bytes.

@@ -181,14 +181,14 @@ TEST(StatusTable, MemoryTotalsFollowTheTenantsWithWhatIsUsedAndLeased) {
       {"scope": "group", "id": 2000, "name": "ml", "board_index": 0,
        "uuid": "GPU-fa4ec0da-0000-4000-8000-000000000000", "total": 42949672960,
        "used": 3221225472, "promised": 4294967296, "tenants": 2},
-      {"scope": "user", "id": 1000, "name": "alice", "board_index": 1,
-       "uuid": "GPU-fa4ec0da-0000-4000-8000-000000000001", "total": 10737418240,
+      {"scope": "user", "id": 1000, "name": "alice", "board_index": null,
+       "uuid": null, "total": 10737418240,
        "used": 0, "promised": 0, "tenants": 1}],
     "tenants": []})");
 
   EXPECT_NE(sut.find("TOTAL OF    GPU  USED   LEASED  TOTAL   TENANTS\n"
                      "group ml    0    3 GiB  4 GiB   40 GiB  2\n"
-                     "user alice  1    0 B    0 B     10 GiB  1\n"),
+                     "user alice  all  0 B    0 B     10 GiB  1\n"),
             std::string::npos)
       << sut;
   EXPECT_EQ(render(R"({"server": {"pid": 7, "mode": "user", "socket": "/s", "quantum_us": 1,

@@ -16,7 +16,7 @@ namespace gpulimit::server {
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
-constexpr DeviceIndex kGpu = 0;
+constexpr DeviceIndex kGpu = 0, kOther = 1;
 constexpr uint32_t kMl = 100, kVision = 200;    // gids
 constexpr uint32_t kAlice = 1000, kBob = 1001;  // uids
 constexpr TenantNumber kA = 1, kB = 2, kC = 3;
@@ -43,6 +43,23 @@ struct Tenants {
   }
 };
 
+// Ledger counts and lease pages per device, for totals of every device.
+struct DeviceTenants {
+  std::map<std::pair<TenantNumber, DeviceIndex>, uint64_t> used, page;
+  // As Tenants::after_store, per device.
+  std::function<void(TenantNumber, DeviceIndex, uint64_t)> after_store;
+  LeaseBook::ReadUsed reader() {
+    return [this](TenantNumber tenant, DeviceIndex device) { return used[{tenant, device}]; };
+  }
+  LeaseBook::WriteLease writer() {
+    return [this](TenantNumber tenant, DeviceIndex device, uint64_t bytes) {
+      const uint64_t replaced = page[{tenant, device}];
+      page[{tenant, device}] = bytes;
+      if (after_store) after_store(tenant, device, replaced);
+    };
+  }
+};
+
 class LeaseBookTest : public testing::Test {
  protected:
   LeaseBookTest() {
@@ -53,9 +70,14 @@ class LeaseBookTest : public testing::Test {
   std::optional<uint64_t> ask(TenantNumber tenant, uint64_t need) {
     return book.request(tenant, kGpu, need, tenants.reader(), tenants.writer());
   }
+  // The same on `device`, with ledger counts and pages per device (`on`).
+  std::optional<uint64_t> ask_on(TenantNumber tenant, DeviceIndex device, uint64_t need) {
+    return book.request(tenant, device, need, on.reader(), on.writer());
+  }
 
   LeaseBook book{kGiB};
   Tenants tenants;
+  DeviceTenants on;
 };
 
 TEST_F(LeaseBookTest, WithoutATotalALeaseIsUnlimited) {
@@ -208,6 +230,35 @@ TEST_F(LeaseBookTest, WhatATenantHoldsAlreadyIsPromisedToItEvenPastTheTotal) {
   EXPECT_EQ(book.promised(kC, kGpu), kUnlimitedLease);
 }
 
+TEST_F(LeaseBookTest, ATotalOfAllDevicesCountsTheLeasesOfEveryDevice) {
+  book.set_group_total(kMl, kAllDevices, 6 * kGiB);
+
+  EXPECT_EQ(ask_on(kA, kGpu, 4 * kGiB), 4 * kGiB);
+  on.used[{kA, kGpu}] = 4 * kGiB;  // and uses it
+  EXPECT_EQ(ask_on(kB, kOther, 3 * kGiB), std::nullopt) << "4 GiB of 6 used on the other";
+  EXPECT_EQ(ask_on(kA, kOther, 2 * kGiB), 2 * kGiB) << "one tenant, two devices";
+  EXPECT_EQ(book.group_promised(kMl, kAllDevices), 6 * kGiB);
+  EXPECT_EQ(book.promised(kC, kOther), kUnlimitedLease) << "vision is not bound";
+
+  // Alice uses 1 GiB of her 4 on the first device and none of her 2 on the
+  // other: bob's request on the other takes back on both.
+  on.used[{kA, kGpu}] = kGiB;
+  EXPECT_EQ(ask_on(kB, kOther, 5 * kGiB), 5 * kGiB);
+  EXPECT_EQ(on.page[(std::pair{kA, kGpu})], kGiB);
+  EXPECT_EQ(on.page[(std::pair{kA, kOther})], 0u);
+  EXPECT_EQ(book.group_promised(kMl, kAllDevices), 6 * kGiB);
+}
+
+TEST_F(LeaseBookTest, APerDeviceTotalAndOneOfAllDevicesBothHold) {
+  book.set_group_total(kMl, kAllDevices, 6 * kGiB);
+  book.set_user_total(kAlice, kGpu, 2 * kGiB);
+
+  EXPECT_EQ(ask_on(kA, kGpu, 3 * kGiB), std::nullopt) << "alice's own 2 GiB there";
+  EXPECT_EQ(ask_on(kA, kGpu, 2 * kGiB), 2 * kGiB);
+  EXPECT_EQ(ask_on(kA, kOther, 5 * kGiB), std::nullopt) << "ml's 6 GiB, 2 leased";
+  EXPECT_EQ(ask_on(kA, kOther, 4 * kGiB), 4 * kGiB);
+}
+
 TEST_F(LeaseBookTest, AGoneTenantsPromisesComeBack) {
   book.set_group_total(kMl, kGpu, 4 * kGiB);
   tenants.used[kA] = 4 * kGiB;
@@ -220,15 +271,18 @@ TEST_F(LeaseBookTest, AGoneTenantsPromisesComeBack) {
   EXPECT_EQ(book.group_promised(kMl, kGpu), kGiB);
 }
 
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+uint64_t up_to(std::mt19937& random, uint64_t most) {
+  return most == 0 ? 0 : std::uniform_int_distribution<uint64_t>(0, most)(random);
+}
+
 // Random requests, frees and reservations within the lease a tenant sees,
 // with reservations slipping in under the old lease whenever a shrink
 // stores a lower one: no total is ever passed, by promises or by use.
 TEST_F(LeaseBookTest, NoOrderOfEventsPassesATotal) {
-  constexpr uint64_t kMiB = uint64_t{1} << 20;
   std::mt19937 random(11);
-  const auto bytes_up_to = [&](uint64_t most) {
-    return most == 0 ? 0 : std::uniform_int_distribution<uint64_t>(0, most)(random);
-  };
+  const auto bytes_up_to = [&](uint64_t most) { return up_to(random, most); };
   book.set_group_total(kMl, kGpu, 8 * kGiB);
   book.set_user_total(kBob, kGpu, 5 * kGiB);
   tenants.after_store = [&](TenantNumber tenant, uint64_t replaced) {
@@ -257,6 +311,54 @@ TEST_F(LeaseBookTest, NoOrderOfEventsPassesATotal) {
     ASSERT_LE(tenants.used[kB] + tenants.used[kC], 5 * kGiB) << "bob's use, step " << step;
     for (const TenantNumber t : all)
       ASSERT_LE(tenants.used[t], book.promised(t, kGpu)) << "tenant " << t << ", step " << step;
+  }
+}
+
+// The same with two devices, a group total of both together and a user
+// total of one.
+TEST_F(LeaseBookTest, NoOrderOfEventsPassesATotalOfAllDevices) {
+  std::mt19937 random(12);
+  const auto bytes_up_to = [&](uint64_t most) { return up_to(random, most); };
+  book.set_group_total(kMl, kAllDevices, 8 * kGiB);
+  book.set_user_total(kBob, kGpu, 3 * kGiB);
+  on.after_store = [&](TenantNumber tenant, DeviceIndex device, uint64_t replaced) {
+    const uint64_t used = on.used[{tenant, device}];
+    if (replaced != kUnlimitedLease && replaced > used && random() % 2)
+      on.used[{tenant, device}] = used + bytes_up_to(replaced - used);
+  };
+  const std::vector<TenantNumber> all = {kA, kB, kC};
+  for (int step = 0; step < 20'000; ++step) {
+    const TenantNumber tenant = all[random() % all.size()];
+    const DeviceIndex device = random() % 2 ? kGpu : kOther;
+    uint64_t& used = on.used[std::pair{tenant, device}];
+    switch (random() % 3) {
+      case 0:
+        book.request(tenant, device, used + bytes_up_to(3 * kGiB / kMiB) * kMiB, on.reader(),
+                     on.writer());
+        break;
+      case 1:
+        used -= bytes_up_to(used);
+        break;
+      case 2: {
+        const auto page = on.page.find({tenant, device});
+        const uint64_t lease = page == on.page.end() ? 0 : page->second;
+        if (lease > used) used += bytes_up_to(std::min(lease - used, 4 * kGiB));
+        break;
+      }
+    }
+    ASSERT_LE(book.group_promised(kMl, kAllDevices), 8 * kGiB) << "step " << step;
+    ASSERT_LE(book.user_promised(kBob, kGpu), 3 * kGiB) << "step " << step;
+    uint64_t ml = 0;
+    for (const TenantNumber t : {kA, kB})
+      for (const DeviceIndex d : {kGpu, kOther})
+        ml += on.used[std::pair{t, d}];
+    ASSERT_LE(ml, 8 * kGiB) << "ml's use, step " << step;
+    ASSERT_LE((on.used[std::pair{kB, kGpu}] + on.used[std::pair{kC, kGpu}]), 3 * kGiB)
+        << "bob's, step " << step;
+    for (const TenantNumber t : {kA, kB})
+      for (const DeviceIndex d : {kGpu, kOther})
+        ASSERT_LE(on.used[(std::pair{t, d})], book.promised(t, d))
+            << "tenant " << t << ", step " << step;
   }
 }
 

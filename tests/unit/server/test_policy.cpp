@@ -725,6 +725,20 @@ TEST(PolicyTotals, AGroupsOrAUsersTotalIsItsDeviceSectionsElseItsEntrys) {
   EXPECT_FALSE(parse_good("[groups.ml]\nmax_memory = \"1G\"\n")->has_memory_totals());
 }
 
+TEST(PolicyTotals, ATotalOfAllDevicesIsAnEntrysOwnAndNoDeviceSectionsSetting) {
+  const auto policy = parse_good("[groups.ml]\nmemory_total_all = \"100G\"\n");
+  EXPECT_EQ(policy->group_memory_total_all(kMl), uint64_t{100} << 30);
+  EXPECT_EQ(policy->user_memory_total_all(kAlice), std::nullopt);
+  EXPECT_EQ(policy->group_memory_total(kMl, uuid_of(kGpu0Text)), std::nullopt);
+  EXPECT_TRUE(policy->has_memory_totals());
+  const Result<LoadedPolicy> in_a_section = parse_policy(
+      "[groups.ml.device.0]\nmemory_total_all = \"1G\"\n", "policy.toml", test_lookups());
+  ASSERT_TRUE(in_a_section.ok());
+  ASSERT_EQ(in_a_section->warnings.size(), 1u);
+  EXPECT_NE(in_a_section->warnings[0].find("unknown key 'memory_total_all'"), std::string::npos)
+      << in_a_section->warnings[0];
+}
+
 TEST(PolicyTotals, ATotalIsNotAPeersSettingAndBindsNobodysOwnCap) {
   const auto policy = parse_good("[users.alice]\nmemory_total = \"1G\"\n");
   const GpuUuid gpu = uuid_of(kGpu0Text);
@@ -739,8 +753,11 @@ TEST(PolicyTotals, APercentageOrATotalInTheDefaultsIsRefused) {
   EXPECT_EQ(error_of("[groups.ml]\nmemory_total = \"50%\"\n"),
             "policy.toml:2:16: memory_total \"50%\": a size such as \"40G\", not a percentage");
   EXPECT_EQ(error_of("[defaults]\nmemory_total = \"1G\"\n"),
-            "policy.toml:1:1: memory_total belongs in [groups.NAME] or [users.NAME], not "
-            "[defaults]");
+            "policy.toml:1:1: memory_total and memory_total_all belong in [groups.NAME] or "
+            "[users.NAME], not [defaults]");
+  EXPECT_EQ(error_of("[defaults]\nmemory_total_all = \"1G\"\n"),
+            "policy.toml:1:1: memory_total and memory_total_all belong in [groups.NAME] or "
+            "[users.NAME], not [defaults]");
   EXPECT_EQ(error_of("[users.alice]\nmemory_total = \"lots\"\n").substr(0, 37),
             "policy.toml:2:16: memory_total \"lots\"");
 }

@@ -215,7 +215,8 @@ std::string totals_table(const std::vector<status::MemoryTotal>& totals) {
   TextTable table;
   table.add({"TOTAL OF", "GPU", "USED", "LEASED", "TOTAL", "TENANTS"});
   for (const status::MemoryTotal& total : totals)
-    table.add({total.scope + " " + total.name, std::to_string(total.board_index),
+    table.add({total.scope + " " + total.name,
+               total.board_index ? std::to_string(*total.board_index) : std::string("all"),
                format_bytes(total.used), format_bytes(total.promised), format_bytes(total.total),
                std::to_string(total.tenants)});
   return table.render();

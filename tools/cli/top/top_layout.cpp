@@ -487,9 +487,17 @@ TopFrame render_top_frame(const TopFrameInput& input, std::size_t width) {
   for (const Group& group : groups) {
     frame.lines.push_back(device_line(group.name, group.uuid, group.holder, group.waiting, width));
     for (const protocol::status::MemoryTotal& total : input.snapshot->memory_totals)
-      if (total.uuid == group.uuid) frame.lines.push_back(total_line(total, width));
+      if (total.uuid && *total.uuid == group.uuid) frame.lines.push_back(total_line(total, width));
     for (const TopRow& row : group.rows)
       frame.lines.push_back(row_line(layout, row, width));
+  }
+  // Totals of every device together, after the devices.
+  bool all_named = false;
+  for (const protocol::status::MemoryTotal& total : input.snapshot->memory_totals) {
+    if (total.uuid) continue;
+    if (!all_named) frame.lines.push_back(fit("all GPUs", width));
+    all_named = true;
+    frame.lines.push_back(total_line(total, width));
   }
   if (input.snapshot->tenants.empty()) frame.lines.push_back("no tenants");
   return frame;

@@ -151,8 +151,9 @@ struct MemoryTotal {
   std::string scope;  // "group" or "user"
   uint32_t id = 0;    // gid or uid
   std::string name;   // its name, or the id as text
-  uint32_t board_index = 0;
-  std::string uuid;
+  // The device; none for a memory_total_all, of every device together.
+  std::optional<uint32_t> board_index;
+  std::optional<std::string> uuid;
   uint64_t total = 0;     // bytes
   uint64_t used = 0;      // bytes its tenants' ledgers hold there
   uint64_t promised = 0;  // bytes leased to them

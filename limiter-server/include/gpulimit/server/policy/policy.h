@@ -85,6 +85,9 @@ struct PolicyEntry {
   std::optional<UnmanagedAction> unmanaged;
   std::optional<OrphanAction> orphans;
   std::optional<uint32_t> orphan_grace_s;  // `orphan_grace`, in seconds
+  // `memory_total_all`: of [groups.NAME] and [users.NAME] only, the most
+  // all the group's (or user's) tenants may hold on all devices together.
+  std::optional<uint64_t> memory_total_all;
   // `share`: of a group, its share of a device's time against other groups;
   // of a user, against the other users of the group its job runs as; in
   // [defaults], of every group and user whose entry sets none.
@@ -132,6 +135,9 @@ struct Policy {
   // `uuid`: its device section's, else its entry's; nullopt: none.
   std::optional<uint64_t> group_memory_total(gid_t gid, const GpuUuid& uuid) const;
   std::optional<uint64_t> user_memory_total(uid_t uid, const GpuUuid& uuid) const;
+  // Their `memory_total_all`, of every device together; nullopt: none.
+  std::optional<uint64_t> group_memory_total_all(gid_t gid) const;
+  std::optional<uint64_t> user_memory_total_all(uid_t uid) const;
   // Whether any entry sets a memory_total.
   bool has_memory_totals() const;
 

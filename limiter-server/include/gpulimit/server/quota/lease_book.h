@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "gpulimit/server/scheduling/scheduling_types.h"
 
@@ -19,6 +20,9 @@ namespace gpulimit::server {
 
 // No total binds: the lease a tenant is given then.
 inline constexpr uint64_t kUnlimitedLease = UINT64_MAX;
+// A total's device when it is of every device together: what its tenants
+// are promised on all devices adds up to at most it.
+inline constexpr DeviceIndex kAllDevices = UINT32_MAX;
 
 class LeaseBook {
  public:
@@ -32,8 +36,9 @@ class LeaseBook {
   // so that a tenant allocating a little at a time asks seldom.
   explicit LeaseBook(uint64_t chunk_bytes);
 
-  // The group's (gid) or user's (uid) total on a device; nullopt: none. A
-  // lower total refuses new leases; nothing promised is taken back.
+  // The group's (gid) or user's (uid) total on a device, or on all of them
+  // together (kAllDevices); nullopt: none. A lower total refuses new
+  // leases; nothing promised is taken back.
   void set_group_total(uint32_t group, DeviceIndex device, std::optional<uint64_t> bytes);
   void set_user_total(uint32_t user, DeviceIndex device, std::optional<uint64_t> bytes);
 
@@ -55,7 +60,8 @@ class LeaseBook {
                                   const ReadUsed& read_used, const WriteLease& write_lease);
 
   // What the tenant is promised on the device (kUnlimitedLease when no
-  // total binds it), and what is promised under a total, for status.
+  // total binds it), and what is promised under a total (kAllDevices: on
+  // every device), for status.
   uint64_t promised(TenantNumber tenant, DeviceIndex device) const;
   uint64_t group_promised(uint32_t group, DeviceIndex device) const;
   uint64_t user_promised(uint32_t user, DeviceIndex device) const;
@@ -72,8 +78,10 @@ class LeaseBook {
   void set_total(const TotalKey& key, std::optional<uint64_t> bytes);
   // The total `key` names; nullopt: none.
   std::optional<uint64_t> total(const TotalKey& key) const;
+  // The totals that bind the member on the device: its group's and its
+  // user's, on the device and on all devices.
+  std::vector<TotalKey> totals_of(const Member& member, DeviceIndex device) const;
   bool bound(const Member& member, DeviceIndex device) const;
-  bool same_total(const Member& a, const Member& b, DeviceIndex device) const;
   uint64_t promised_under(const TotalKey& key) const;
   // The most the tenant may be promised on the device: the smallest room
   // of its totals, counting its own promise as room.

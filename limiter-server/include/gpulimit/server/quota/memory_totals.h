@@ -6,10 +6,11 @@
 // has exited (its pidfd, never its hang-up).
 //
 // What binds: the `memory_total` of the tenant's group (the gid its first
-// process runs as, as for fair share) and of its user, per device
-// (policy.h). A total a reload adds binds the tenants that join after it;
-// one it changes or removes applies to running tenants at once (a lower
-// total refuses new leases; nothing held is taken away).
+// process runs as, as for fair share) and of its user, per device, and
+// their `memory_total_all` of every device together (policy.h). A total a
+// reload adds binds the tenants that join after it; one it changes or
+// removes applies to running tenants at once (a lower total refuses new
+// leases; nothing held is taken away).
 #pragma once
 
 #include <sys/types.h>
@@ -72,9 +73,9 @@ class MemoryTotals {
   std::vector<std::string> apply_policy(const Policy* policy);
 
   struct TotalState {
-    bool group = false;  // else a user's
-    uint32_t id = 0;     // gid or uid
-    DeviceIndex device = 0;
+    bool group = false;      // else a user's
+    uint32_t id = 0;         // gid or uid
+    DeviceIndex device = 0;  // kAllDevices: a memory_total_all
     uint64_t total = 0;
     uint64_t promised = 0;
     uint64_t used = 0;  // what its tenants' ledgers say they use there
