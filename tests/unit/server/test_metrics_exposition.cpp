@@ -232,6 +232,25 @@ TEST(MetricsExposition, TheFairShareTreeOnceAGroupAndUser) {
   EXPECT_EQ(group_series, 1u) << "one series a group, however many tenants";
 }
 
+TEST(MetricsExposition, EachMemoryTotalWithWhatIsUsedAndLeased) {
+  StatusSnapshot status = one_tenant();
+  status.report.memory_totals.push_back(
+      {"group", 2000, "ml", 0, "GPU-deadbeef-0000-0000-0000-000000000000", 4096, 1024, 2048, 1});
+  status.report.memory_totals.push_back(
+      {"user", 1000, "alice", std::nullopt, std::nullopt, 8192, 1024, 1024, 1});
+
+  const std::map<std::string, std::string> samples = samples_of(render_metrics(status, "1"));
+
+  const std::string ml =
+      R"({scope="group",name="ml",gpu="0",UUID="GPU-deadbeef-0000-0000-0000-000000000000"})";
+  EXPECT_EQ(samples.at("gpulimit_memory_total_bytes" + ml), "4096");
+  EXPECT_EQ(samples.at("gpulimit_memory_total_used_bytes" + ml), "1024");
+  EXPECT_EQ(samples.at("gpulimit_memory_total_leased_bytes" + ml), "2048");
+  EXPECT_EQ(
+      samples.at(R"(gpulimit_memory_total_bytes{scope="user",name="alice",gpu="all",UUID=""})"),
+      "8192");
+}
+
 TEST(MetricsExposition, WithNoTenantStillDescribesEveryFamily) {
   StatusSnapshot status;
   status.report.server.mode = "user";
