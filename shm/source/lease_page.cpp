@@ -41,8 +41,10 @@ std::unique_ptr<LeasePage> LeasePage::create(uint32_t tenant_number, std::string
     layout->header.layout_version = kLeaseLayoutVersion;
     layout->header.layout_size = sizeof(LeaseLayout);
     layout->header.tenant_number = tenant_number;
-    for (LeaseDevice& device : layout->devices)
+    for (LeaseDevice& device : layout->devices) {
       device.lease.store(kNoLeaseLimit, std::memory_order_relaxed);
+      device.room.store(kNoLeaseLimit, std::memory_order_relaxed);
+    }
     std::atomic_ref<uint64_t>(layout->header.magic).store(kLeaseMagic, std::memory_order_release);
     if (!make_read_only(fd, "a lease page", error)) {
       munmap(mapping, sizeof(LeaseLayout));
@@ -82,6 +84,11 @@ LeasePage::~LeasePage() {
 void LeasePage::set_lease(uint32_t board_device, uint64_t bytes) noexcept {
   if (writable_ && board_device < kBoardDevices)
     layout_->devices[board_device].lease.store(bytes, std::memory_order_seq_cst);
+}
+
+void LeasePage::set_room(uint32_t board_device, uint64_t bytes) noexcept {
+  if (writable_ && board_device < kBoardDevices)
+    layout_->devices[board_device].room.store(bytes, std::memory_order_relaxed);
 }
 
 void LeasePage::answer(uint32_t board_device) noexcept {

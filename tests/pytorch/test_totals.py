@@ -84,6 +84,11 @@ def test_two_jobs_hold_no_more_than_their_users_total(suite, machine, totals_ser
     assert first_report["oom_message"].startswith("CUDA out of memory."), first_report
     assert second_report["oom_message"].startswith("CUDA out of memory."), second_report
     assert second_report["total"] == TOTAL
+    # Its free memory at the start is what the total had left (less its own
+    # context's 256 MiB), not the whole total.
+    least = TOTAL - FIRST_CAP - 256 * MiB - GRANULARITY
+    assert least <= second_report["free_start"], second_report
+    assert second_report["free_start"] <= TOTAL - device[first_pid], (second_report, device)
     assert FIRST_CAP - GRANULARITY <= device[first_pid] <= FIRST_CAP, device
     assert device[first_pid] + device[second_pid] <= TOTAL, device
     assert device[second_pid] >= TOTAL - device[first_pid] - GRANULARITY, device

@@ -406,6 +406,13 @@ bool Tenant::view(CUdevice ordinal, uint64_t* cap, uint64_t* used) {
   graph_books::reclaim();
   *cap = attachment->ledger->cap(device);
   *used = attachment->ledger->used(device);
+  // Under a group's or user's memory total, what the others under it hold
+  // is in use too, as on a device the tenant shares: free memory is what
+  // the total has left for this tenant, as the server last looked.
+  if (const shm::LeaseDevice* lease = gate::lease_for(ordinal).lease) {
+    const uint64_t room = lease->room.load(std::memory_order_relaxed);
+    if (room < *cap) *used = std::min(*cap, *used + (*cap - room));
+  }
   return true;
 }
 

@@ -63,7 +63,8 @@ class Tenant {
   bool remember_handle(uint64_t handle, int device, uint64_t bytes);
   bool forget_handle(uint64_t handle, int* device, uint64_t* bytes);
 
-  // The device as the tenant sees it: its cap and what the tenant uses.
+  // The device as the tenant sees it: its cap and what the tenant uses
+  // (under a memory total, with what the others under it hold).
   bool view(CUdevice ordinal, uint64_t* cap, uint64_t* used);
   // The same for the device with this UUID (NVML's numbering is not CUDA's).
   bool view_uuid(const unsigned char uuid[16], uint64_t* cap, uint64_t* used);

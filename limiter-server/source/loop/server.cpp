@@ -818,6 +818,10 @@ void Server::after_events() {
     record_usage(now);
     next_usage_at_ = now + config_.usage_interval_ns;
   }
+  if (totals_.any_bound() && now >= next_rooms_at_) {
+    totals_.refresh_rooms();
+    next_rooms_at_ = now + MemoryTotals::kRoomRefreshNs;
+  }
   // Scheduler changes may come from closes above.
   apply_token_changes(now);
 
@@ -850,6 +854,7 @@ std::optional<TimeNs> Server::next_deadline(TimeNs now) const {
   if (accepting_paused_) consider(accepting_resumes_at_);
   if (idle_since_) consider(*idle_since_ + config_.idle_exit_ns);
   if (usage_) consider(next_usage_at_);
+  if (totals_.any_bound()) consider(next_rooms_at_);
   return earliest;
 }
 

@@ -107,6 +107,7 @@ std::optional<MemoryTotals::Joined> MemoryTotals::process_joined(
     joined.bound[i] = totals_of(policy, uid, gid, seen.uuid).smallest();
   }
   joined.page = member.page.get();
+  refresh_rooms();
   return joined;
 }
 
@@ -115,6 +116,7 @@ void MemoryTotals::process_exited(TenantNumber tenant) {
   if (found == members_.end() || --found->second.processes > 0) return;
   book_.remove_tenant(tenant);
   members_.erase(found);
+  refresh_rooms();
 }
 
 uint64_t MemoryTotals::read_used(TenantNumber tenant, DeviceIndex device) const {
@@ -152,8 +154,45 @@ std::optional<uint64_t> MemoryTotals::request(TenantNumber tenant, DeviceIndex d
       tenant, device, need,
       [this](TenantNumber other, DeviceIndex d) { return read_used(other, d); },
       [this](TenantNumber other, DeviceIndex d, uint64_t bytes) { write_lease(other, d, bytes); });
+  refresh_rooms();  // before the answer, so that the asker sees it
   found->second.page->answer(device);
   return granted;
+}
+
+void MemoryTotals::refresh_rooms() {
+  // What each tenant holds, read once; an unreadable ledger counts as all
+  // of its promise.
+  std::map<std::pair<TenantNumber, DeviceIndex>, uint64_t> held;
+  for (const auto& [tenant, member] : members_)
+    for (const auto& [device, uuid] : member.devices) {
+      uint64_t bytes = read_used(tenant, device);
+      if (bytes == kUnknownUse) {
+        const uint64_t promised = book_.promised(tenant, device);
+        bytes = promised == kUnlimitedLease ? 0 : promised;
+      }
+      held[{tenant, device}] = bytes;
+    }
+  for (auto& [tenant, member] : members_)
+    for (const auto& [device, uuid] : member.devices) {
+      uint64_t room = shm::kNoLeaseLimit;
+      for (const auto& [is_group, id, on] :
+           {std::tuple{true, uint32_t{member.gid}, device},
+            std::tuple{false, uint32_t{member.uid}, device},
+            std::tuple{true, uint32_t{member.gid}, kAllDevices},
+            std::tuple{false, uint32_t{member.uid}, kAllDevices}}) {
+        const auto total = totals_.find({is_group, id, on});
+        if (total == totals_.end()) continue;
+        uint64_t others = 0;
+        for (const auto& [key, bytes] : held) {
+          const auto& [other, other_device] = key;
+          const Member& them = members_.at(other);
+          if (other == tenant || (is_group ? them.gid : them.uid) != id) continue;
+          if (on == kAllDevices || other_device == device) others += bytes;
+        }
+        room = std::min(room, total->second > others ? total->second - others : 0);
+      }
+      member.page->set_room(device, room);
+    }
 }
 
 bool MemoryTotals::leased(TenantNumber tenant, DeviceIndex device) const {

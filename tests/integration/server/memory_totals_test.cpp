@@ -118,6 +118,9 @@ TEST_F(MemoryTotals, TwoTenantsOfAUserShareItsTotalAndAKilledOnesMemoryComesBack
   // first was leased more than it uses: the server takes that back.
   gpulimit::testing::Process second = start_allocator("second", "3G", 60);
   EXPECT_EQ(held_by("second"), 384 * kMiB);
+  // What it sees as free: what the total has left it, none once it holds that.
+  EXPECT_EQ(value_of(read_file(output_of("second")), "free_after_alloc"), "0")
+      << read_file(output_of("second"));
 
   const std::optional<nlohmann::json> report = status();
   ASSERT_TRUE(report);
@@ -140,6 +143,8 @@ TEST_F(MemoryTotals, TwoTenantsOfAUserShareItsTotalAndAKilledOnesMemoryComesBack
          (third = allocate("third", "640M")) < 640 * kMiB)
     std::this_thread::sleep_for(milliseconds(50));
   EXPECT_EQ(third, 640 * kMiB) << server_->log();
+  EXPECT_EQ(value_of(read_file(output_of("third")), "free_before"), std::to_string(640 * kMiB))
+      << "the total less what the second holds";
   second.signal(SIGKILL);
   wait_for_program(second, kProgramTimeout);
 }

@@ -10,6 +10,10 @@
 //     of the two always sees the other.
 //   - `answers` counts the server's answers to LeaseRequests for the device,
 //     granted or not: a futex word a process waits on after asking.
+//   - `room` is the most the tenant could hold there as the server last
+//     looked (its totals less what the others under them hold): what the
+//     tenant's processes report as the device's free memory, less their own
+//     use. A figure for cuMemGetInfo, not a promise.
 //
 // A process can raise neither word: a tenant that corrupts its own ledger
 // can exceed only its own lease, never another tenant's or the total.
@@ -34,6 +38,7 @@ inline constexpr uint64_t kNoLeaseLimit = UINT64_MAX;
 struct alignas(64) LeaseDevice {
   std::atomic<uint64_t> lease;    // bytes the tenant may reserve there, all processes together
   std::atomic<uint32_t> answers;  // the server's answers so far, a futex word
+  std::atomic<uint64_t> room;     // bytes the tenant could hold there now, its own included
 };
 
 struct LeaseHeader {
@@ -53,8 +58,8 @@ static_assert(std::is_standard_layout_v<LeaseLayout>);
 
 class LeasePage {
  public:
-  // Server side: a new page for tenant `tenant_number`, every lease
-  // kNoLeaseLimit, mapped read-write. nullptr with a one-line `error`.
+  // Server side: a new page for tenant `tenant_number`, every lease and
+  // room kNoLeaseLimit, mapped read-write. nullptr with a one-line `error`.
   static std::unique_ptr<LeasePage> create(uint32_t tenant_number, std::string& error) noexcept;
   // Client side: maps `fd` (which the page then owns) read-only. nullptr,
   // with a one-line `error`, when it is not a lease page of this layout; `fd`
@@ -72,6 +77,7 @@ class LeasePage {
 
   // Server side only.
   void set_lease(uint32_t board_device, uint64_t bytes) noexcept;
+  void set_room(uint32_t board_device, uint64_t bytes) noexcept;
   // Counts an answer to a request for the device and wakes the processes
   // that wait for one.
   void answer(uint32_t board_device) noexcept;

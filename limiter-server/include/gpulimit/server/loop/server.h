@@ -197,6 +197,7 @@ class Server {
   Orphans orphans_;
   MemoryTotals totals_;
   TimeNs next_lease_refusal_log_ = 0;
+  TimeNs next_rooms_at_ = 0;  // the next refresh of the totals' rooms
   std::unique_ptr<MetricsEndpoint> metrics_;  // null: no metrics
   std::unique_ptr<UsageRecorder> usage_;      // null: no usage database
   TimeNs next_usage_at_ = 0;

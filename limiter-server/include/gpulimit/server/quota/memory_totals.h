@@ -68,6 +68,15 @@ class MemoryTotals {
   // Whether a total binds `tenant` on `device`.
   bool leased(TenantNumber tenant, DeviceIndex device) const;
 
+  // Writes into each bound tenant's page the room its totals leave it (the
+  // totals less what the others under them hold, from their ledgers): what
+  // its processes report as free memory. After every request and exit, and
+  // every kRoomRefreshNs.
+  void refresh_rooms();
+  static constexpr TimeNs kRoomRefreshNs = 1'000'000'000;
+  // Whether a total binds any running tenant.
+  bool any_bound() const { return !members_.empty(); }
+
   // A reloaded policy: every total on the members' devices set anew.
   // Returns one line per total that changed.
   std::vector<std::string> apply_policy(const Policy* policy);
