@@ -1,12 +1,14 @@
 """PyTorch tenants time-slicing the simulated GPU under gpulimitd, their
 shares measured from the simulator's kernel trace (gpulimit-trace) over
-the window in which all of them ran: weights 3:1, a lone --sm 30, and a
-tenant replaying a torch.cuda.CUDAGraph beside an eager one.
+the window in which all of them ran: weights 3:1, a lone --sm 30, a
+tenant replaying a torch.cuda.CUDAGraph beside an eager one, and
+--priority high beside training.
 
 Kernels take 1 ms on the simulated device here, so that the tenants'
 Python loops keep it busy and the scheduler, not the host, decides."""
 
 import os
+import time
 
 import pytest
 
@@ -81,3 +83,44 @@ def test_a_cuda_graph_tenant_takes_turns_with_an_eager_one(suite, machine, serve
 
     assert share_of_busy(tenants, device, "graph") == pytest.approx(0.5, abs=TOLERANCE)
     assert share_of_busy(tenants, device, "eager") == pytest.approx(0.5, abs=TOLERANCE)
+
+
+def test_a_high_priority_tenant_goes_first_beside_training(suite, machine, server):
+    # Training runs first, and on after inference ends, so that the window
+    # (where both ran) is inference's. Priority is strict at quantum
+    # boundaries: while inference wants the device, training gets only the
+    # handoffs' crumbs.
+    def start(name, flags, seconds):
+        env = machine.tenant_environment(os.path.join(machine.dir, "ledgers-" + name),
+                                         server.socket, {"FAKECUDA_KERNEL_NS": "1000000"})
+        argv = common.gpulimit_command(suite, flags,
+                                       [suite.python, job("busy.py"), str(seconds)])
+        return common.Running(argv, env)
+
+    training = start("training", [], SECONDS + 8)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(machine.trace_path) or \
+            trace_window(machine.trace_path, {training.pid}, 0) is None:
+        assert time.monotonic() < deadline, "training never ran a kernel"
+        time.sleep(0.05)
+    inference = start("inference", ["--priority", "high"], SECONDS)
+    finished = {"inference": inference.wait(SECONDS + 120),
+                "training": training.wait(SECONDS + 120)}
+    for name, done in finished.items():
+        assert done.status == 0, "%s: %s" % (name, describe(done))
+    pids = {name: common.last_json(done.out)["pid"] for name, done in finished.items()}
+    window = trace_window(machine.trace_path, set(pids.values()), MARGIN_NS)
+    assert window and window[1] - window[0] > 2_000_000_000, window
+    device, error = analyse_trace(suite, machine.trace_path, pids, window)
+    assert device, error
+    assert device["overlaps"]["count"] == 0, device["overlaps"]
+    tenants = {t["name"]: t for t in device["tenants"] if t["named"]}
+    print("[ measured ] inference %.4f, training %.4f of busy" % (
+        share_of_busy(tenants, device, "inference"), share_of_busy(tenants, device, "training")))
+
+    assert share_of_busy(tenants, device, "inference") >= 0.9
+    assert share_of_busy(tenants, device, "training") <= 0.1
+    # And training has the device again once inference is done.
+    training_end = trace_window(machine.trace_path, {pids["training"]}, 0)[1]
+    inference_end = trace_window(machine.trace_path, {pids["inference"]}, 0)[1]
+    assert training_end > inference_end + 1_000_000_000, (training_end, inference_end)
