@@ -33,6 +33,7 @@ packages=(
   libseccomp-dev   # the systemd unit check models the unit's seccomp sandboxing (tests/integration/packaging)
   python3          # the GPU suite's scripts (tests/gpu), run on the simulator by ctest -L gpusuite
   python3-venv     # the project's venv with PyTorch (tests/pytorch), made below
+  python3-dev      # Python.h: Triton builds its launcher with it (torch.compile, tests/pytorch)
   help2man         # gpulimitd(8), made from gpulimitd --help at build time
   dpkg-dev         # dpkg-shlibdeps: the .deb's Depends (cpack)
   file             # cpack's DEB generator finds the ELF files to give dpkg-shlibdeps
