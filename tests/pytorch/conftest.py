@@ -108,5 +108,16 @@ def nvml_process_bytes(suite, machine):
     return {int(pid): used for pid, used in json.loads(done.stdout).items()}
 
 
+def kernels_of(trace_path, pid):
+    """The names of the kernels the simulator ran for `pid`, from its trace."""
+    names = []
+    with open(trace_path) as trace:
+        for line in trace:
+            fields = line.split()
+            if len(fields) == 6 and not line.startswith("#") and int(fields[0]) == pid:
+                names.append(fields[5])
+    return names
+
+
 def describe(done):
     return done.describe(limit=3000)

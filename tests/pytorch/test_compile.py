@@ -2,18 +2,7 @@
 Triton kernel, Triton compiles it and launches it through the hooked
 driver, under a memory cap and the launch gate."""
 
-from conftest import describe, job, run_tenant
-
-
-def kernels_of(trace_path, pid):
-    """The names of the kernels the simulator ran for `pid`."""
-    names = []
-    with open(trace_path) as trace:
-        for line in trace:
-            fields = line.split()
-            if len(fields) == 6 and not line.startswith("#") and int(fields[0]) == pid:
-                names.append(fields[5])
-    return names
+from conftest import describe, job, kernels_of, run_tenant
 
 
 def test_a_compiled_function_runs_under_a_cap_and_the_gate(suite, machine, server):
