@@ -266,14 +266,19 @@ if $build_failed || [[ -n $programs_missing ]]; then
     placeholder "$name" error "not run: ${programs_missing:+the build has no $programs_missing; }$build_status"
   done
 else
-  if ! $simulated; then
-    if timeout 120 "$python_bin" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)' \
-        >"$out/logs/torch-check.log" 2>&1; then
-      torch_ok=true
-    else
-      torch_note="skipped: no GPU / no torch ($python_bin cannot use torch.cuda; logs/torch-check.log)"
-    fi
+  # On the simulated GPU the check runs on the simulator, as the sections do.
+  torch_check_env=()
+  if $simulated; then
+    torch_check_env=(env LD_LIBRARY_PATH="$fakecuda_lib" FAKECUDA_STATE="$out/logs/torch-check.state")
   fi
+  if timeout 120 "${torch_check_env[@]}" "$python_bin" \
+      -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)' \
+      >"$out/logs/torch-check.log" 2>&1; then
+    torch_ok=true
+  else
+    torch_note="skipped: no GPU / no torch ($python_bin cannot use torch.cuda; logs/torch-check.log)"
+  fi
+  rm -f "$out/logs/torch-check.state"
   say "mode $GPUSUITE_MODE, PyTorch: $torch_ok, CUPTI tracer: ${cupti_trace:-none}"
 
   # Cheapest and most basic first; shares, the longest, last.
