@@ -647,10 +647,11 @@ bool Server::handle_tenant_message(ConnectionId id, Connection& connection, prot
 
 void Server::handle_lease_request(ConnectionId id, TenantNumber tenant, DeviceIndex device,
                                   uint64_t need) {
-  if (!totals_.leased(tenant, device)) {
-    // Nothing to answer: no total binds the tenant there, so none of its
-    // processes waits on a lease.
-    spdlog::debug("{} asked for a lease on device {}, where no total binds it; ignored",
+  if (!totals_.bound(tenant)) {
+    // Nothing to answer: it has no lease page, so none of its processes
+    // waits on one. (A bound tenant is always answered: on a device a
+    // reload unbound, with no limit.)
+    spdlog::debug("{} asked for a lease on device {}, but no total binds its tenant; ignored",
                   describe_peer(id), device);
     return;
   }

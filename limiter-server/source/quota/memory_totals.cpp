@@ -195,10 +195,6 @@ void MemoryTotals::refresh_rooms() {
     }
 }
 
-bool MemoryTotals::leased(TenantNumber tenant, DeviceIndex device) const {
-  return members_.contains(tenant) && book_.promised(tenant, device) != kUnlimitedLease;
-}
-
 std::vector<std::string> MemoryTotals::apply_policy(const Policy* policy) {
   const auto before = totals_;
   totals_.clear();

@@ -65,8 +65,8 @@ class MemoryTotals {
   // A LeaseRequest: the lease written, or nullopt when the totals have no
   // room. Answered in the page either way.
   std::optional<uint64_t> request(TenantNumber tenant, DeviceIndex device, uint64_t need);
-  // Whether a total binds `tenant` on `device`.
-  bool leased(TenantNumber tenant, DeviceIndex device) const;
+  // Whether a total bound `tenant` when it joined (it has a lease page).
+  bool bound(TenantNumber tenant) const { return members_.contains(tenant); }
 
   // Writes into each bound tenant's page the room its totals leave it (the
   // totals less what the others under them hold, from their ledgers): what
