@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -117,6 +118,28 @@ def kernels_of(trace_path, pid):
             if len(fields) == 6 and not line.startswith("#") and int(fields[0]) == pid:
                 names.append(fields[5])
     return names
+
+
+def wait_for(path, proc, seconds=120):
+    """Waits until the job `proc` has written its pid to `path` (it holds
+    its memory then); the pid."""
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        assert proc.proc.poll() is None, "the job ended before holding its memory: " + \
+            describe(proc.wait(1))
+        assert time.monotonic() < deadline, "the job did not fill its memory in time"
+        time.sleep(0.05)
+    with open(path) as f:
+        return int(f.read())
+
+
+def status_json(suite, machine, server):
+    """`gpulimit status --json` of `server`."""
+    env = machine.environment({"GPULIMIT_SOCKET": server.socket})
+    done = subprocess.run([suite.gpulimit, "status", "--json"], env=env, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def describe(done):

@@ -3,15 +3,12 @@ out-of-memory error at the cap, the device really holds no more than the
 cap (NVML, asked without the preload), gpulimit's ledger and status say
 the same, and after freeing the job allocates again."""
 
-import json
 import os
 import re
-import subprocess
-import time
 
 import pytest
 
-from conftest import GiB, MiB, describe, job, nvml_process_bytes
+from conftest import GiB, MiB, describe, job, nvml_process_bytes, status_json, wait_for
 
 import common
 
@@ -26,24 +23,6 @@ ALLOCATORS = [
     ("backend:cudaMallocAsync", "Allocation on device 0 would exceed allowed memory.",
      "Device limit            : 2.00 GiB", 4 * MiB),
 ]
-
-
-def wait_for(path, proc, seconds=120):
-    deadline = time.monotonic() + seconds
-    while not os.path.exists(path):
-        assert proc.proc.poll() is None, "the job ended before holding its memory"
-        assert time.monotonic() < deadline, "the job did not fill its memory in time"
-        time.sleep(0.05)
-    with open(path) as f:
-        return int(f.read())
-
-
-def status_json(suite, machine, server):
-    env = machine.environment({"GPULIMIT_SOCKET": server.socket})
-    done = subprocess.run([suite.gpulimit, "status", "--json"], env=env, capture_output=True,
-                          text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.mark.parametrize("conf,error,cap_figure,granularity", ALLOCATORS,

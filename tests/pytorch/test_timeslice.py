@@ -27,15 +27,18 @@ def machine(suite):
     return common.Machine(suite, "timeslice", memory="16G", context_memory="256M")
 
 
-def run_tenants(suite, machine, server, tenants):
-    """Starts every tenant at once: name -> (gpulimit flags, busy.py args)."""
-    running = {}
-    for name, (flags, args) in tenants.items():
-        env = machine.tenant_environment(os.path.join(machine.dir, "ledgers-" + name),
-                                         server.socket, {"FAKECUDA_KERNEL_NS": "1000000"})
-        argv = common.gpulimit_command(suite, flags,
-                                       [suite.python, job("busy.py"), str(SECONDS)] + args)
-        running[name] = common.Running(argv, env)
+def start_tenant(suite, machine, server, name, flags, args=(), seconds=SECONDS):
+    """busy.py for `seconds` as tenant `name`, under `gpulimit FLAGS`."""
+    env = machine.tenant_environment(os.path.join(machine.dir, "ledgers-" + name),
+                                     server.socket, {"FAKECUDA_KERNEL_NS": "1000000"})
+    argv = common.gpulimit_command(suite, flags,
+                                   [suite.python, job("busy.py"), str(seconds)] + list(args))
+    return common.Running(argv, env)
+
+
+def measure(suite, machine, running):
+    """Waits for the tenants (name -> Running), then their figures over the
+    window in which all of them ran: (tenants by name, device, pids)."""
     finished = {name: r.wait(SECONDS + 120) for name, r in running.items()}
     for name, done in finished.items():
         assert done.status == 0, "%s: %s" % (name, describe(done))
@@ -50,6 +53,14 @@ def run_tenants(suite, machine, server, tenants):
         (window[1] - window[0]) / 1e9, device["busy_fraction"],
         ", ".join("%s: %.4f of busy, %.4f of wall" % (
             name, t["busy_ns"] / device["busy_ns"], t["share"]) for name, t in named.items())))
+    return named, device, pids
+
+
+def run_tenants(suite, machine, server, tenants):
+    """Starts every tenant at once: name -> (gpulimit flags, busy.py args)."""
+    running = {name: start_tenant(suite, machine, server, name, flags, args)
+               for name, (flags, args) in tenants.items()}
+    named, device, _ = measure(suite, machine, running)
     return named, device
 
 
@@ -90,33 +101,15 @@ def test_a_high_priority_tenant_goes_first_beside_training(suite, machine, serve
     # (where both ran) is inference's. Priority is strict at quantum
     # boundaries: while inference wants the device, training gets only the
     # handoffs' crumbs.
-    def start(name, flags, seconds):
-        env = machine.tenant_environment(os.path.join(machine.dir, "ledgers-" + name),
-                                         server.socket, {"FAKECUDA_KERNEL_NS": "1000000"})
-        argv = common.gpulimit_command(suite, flags,
-                                       [suite.python, job("busy.py"), str(seconds)])
-        return common.Running(argv, env)
-
-    training = start("training", [], SECONDS + 8)
+    training = start_tenant(suite, machine, server, "training", [], seconds=SECONDS + 8)
     deadline = time.monotonic() + 120
     while not os.path.exists(machine.trace_path) or \
             trace_window(machine.trace_path, {training.pid}, 0) is None:
         assert time.monotonic() < deadline, "training never ran a kernel"
         time.sleep(0.05)
-    inference = start("inference", ["--priority", "high"], SECONDS)
-    finished = {"inference": inference.wait(SECONDS + 120),
-                "training": training.wait(SECONDS + 120)}
-    for name, done in finished.items():
-        assert done.status == 0, "%s: %s" % (name, describe(done))
-    pids = {name: common.last_json(done.out)["pid"] for name, done in finished.items()}
-    window = trace_window(machine.trace_path, set(pids.values()), MARGIN_NS)
-    assert window and window[1] - window[0] > 2_000_000_000, window
-    device, error = analyse_trace(suite, machine.trace_path, pids, window)
-    assert device, error
-    assert device["overlaps"]["count"] == 0, device["overlaps"]
-    tenants = {t["name"]: t for t in device["tenants"] if t["named"]}
-    print("[ measured ] inference %.4f, training %.4f of busy" % (
-        share_of_busy(tenants, device, "inference"), share_of_busy(tenants, device, "training")))
+    inference = start_tenant(suite, machine, server, "inference", ["--priority", "high"])
+    tenants, device, pids = measure(suite, machine,
+                                    {"inference": inference, "training": training})
 
     assert share_of_busy(tenants, device, "inference") >= 0.9
     assert share_of_busy(tenants, device, "training") <= 0.1

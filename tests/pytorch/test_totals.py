@@ -3,15 +3,13 @@ hold no more than the total on the device, as the device itself counts it
 (NVML, asked without the preload), each one ending in PyTorch's own
 out-of-memory error; and the memory of a SIGKILLed one goes to the next."""
 
-import json
 import os
 import signal
-import subprocess
 import time
 
 import pytest
 
-from conftest import GiB, MiB, describe, job, nvml_process_bytes
+from conftest import GiB, MiB, describe, job, nvml_process_bytes, status_json, wait_for
 
 import common
 
@@ -20,25 +18,6 @@ FIRST_CAP = 1 * GiB
 # The caching allocator's smallest segments are 2 MiB; fill_and_hold's last
 # refusal is within two of them of the end.
 GRANULARITY = 4 * MiB
-
-
-def wait_for(path, proc, seconds=120):
-    deadline = time.monotonic() + seconds
-    while not os.path.exists(path):
-        assert proc.proc.poll() is None, "the job ended before holding its memory: " + \
-            describe(proc.wait(1))
-        assert time.monotonic() < deadline, "the job did not fill its memory in time"
-        time.sleep(0.05)
-    with open(path) as f:
-        return int(f.read())
-
-
-def status_json(suite, machine, server):
-    env = machine.environment({"GPULIMIT_SOCKET": server.socket})
-    done = subprocess.run([suite.gpulimit, "status", "--json"], env=env, capture_output=True,
-                          text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.fixture
