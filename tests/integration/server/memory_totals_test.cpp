@@ -100,6 +100,14 @@ class MemoryTotalsOn : public ::testing::Test {
     TestClient client(server_->socket());
     return client.status();
   }
+  // The one memory total the server's status shows, into `out`; a fatal
+  // failure when there is not exactly one.
+  void only_total(nlohmann::json& out) {
+    const std::optional<nlohmann::json> report = status();
+    ASSERT_TRUE(report);
+    ASSERT_EQ((*report)["memory_totals"].size(), 1u) << report->dump();
+    out = (*report)["memory_totals"][0];
+  }
 
   gpulimit::testing::TemporaryDirectory dir_;
   gpulimit::testing::SimulatedMachine machine_{gpulimit::testing::MachineShape{kDevices}};
@@ -122,10 +130,8 @@ TEST_F(MemoryTotals, TwoTenantsOfAUserShareItsTotalAndAKilledOnesMemoryComesBack
   EXPECT_EQ(value_of(read_file(output_of("second")), "free_after_alloc"), "0")
       << read_file(output_of("second"));
 
-  const std::optional<nlohmann::json> report = status();
-  ASSERT_TRUE(report);
-  ASSERT_EQ((*report)["memory_totals"].size(), 1u) << report->dump();
-  const nlohmann::json& total = (*report)["memory_totals"][0];
+  nlohmann::json total;
+  ASSERT_NO_FATAL_FAILURE(only_total(total));
   EXPECT_EQ(total["scope"], "user");
   EXPECT_EQ(total["id"], ::getuid());
   EXPECT_EQ(total["total"], 1024 * kMiB);
@@ -164,11 +170,10 @@ TEST_F(MemoryTotals, TenantsRacingForTheLastBytesNeverPassTheGroupsTotal) {
   // taken (a reservation undone at the moment the server counted it may
   // refuse one chunk too early per racer).
   EXPECT_GE(sum, 1024 * kMiB - (kTenants - 1) * 64 * kMiB);
-  const std::optional<nlohmann::json> report = status();
-  ASSERT_TRUE(report);
-  ASSERT_EQ((*report)["memory_totals"].size(), 1u) << report->dump();
-  EXPECT_EQ((*report)["memory_totals"][0]["scope"], "group");
-  EXPECT_EQ((*report)["memory_totals"][0]["used"], sum);
+  nlohmann::json total;
+  ASSERT_NO_FATAL_FAILURE(only_total(total));
+  EXPECT_EQ(total["scope"], "group");
+  EXPECT_EQ(total["used"], sum);
   for (gpulimit::testing::Process& racer : racers) {
     racer.signal(SIGKILL);
     wait_for_program(racer, kProgramTimeout);
@@ -190,11 +195,10 @@ TEST_F(MemoryTotals, AReloadThatLowersTheTotalRefusesNewMemoryAndTakesNothingBac
   EXPECT_NE(server_->log().find("1G -> 512M"), std::string::npos) << server_->log();
 
   EXPECT_EQ(allocate("newcomer", "256M"), 0u);
-  const std::optional<nlohmann::json> report = status();
-  ASSERT_TRUE(report);
-  ASSERT_EQ((*report)["memory_totals"].size(), 1u) << report->dump();
-  EXPECT_EQ((*report)["memory_totals"][0]["total"], 512 * kMiB);
-  EXPECT_EQ((*report)["memory_totals"][0]["used"], 640 * kMiB);  // nothing taken away
+  nlohmann::json total;
+  ASSERT_NO_FATAL_FAILURE(only_total(total));
+  EXPECT_EQ(total["total"], 512 * kMiB);
+  EXPECT_EQ(total["used"], 640 * kMiB);  // nothing taken away
   holder.signal(SIGKILL);
   wait_for_program(holder, kProgramTimeout);
 }
@@ -233,11 +237,10 @@ TEST_F(MemoryTotalsOnTwoGpus, ATotalOfAllDevicesCountsWhatIsHeldOnEach) {
   EXPECT_EQ(held_by("first"), 640 * kMiB);
 
   EXPECT_EQ(allocate("second", "3G", 1), 384 * kMiB) << server_->log();
-  const std::optional<nlohmann::json> report = status();
-  ASSERT_TRUE(report);
-  ASSERT_EQ((*report)["memory_totals"].size(), 1u) << report->dump();
-  EXPECT_EQ((*report)["memory_totals"][0]["board_index"], nullptr);
-  EXPECT_EQ((*report)["memory_totals"][0]["used"], 640 * kMiB);
+  nlohmann::json total;
+  ASSERT_NO_FATAL_FAILURE(only_total(total));
+  EXPECT_EQ(total["board_index"], nullptr);
+  EXPECT_EQ(total["used"], 640 * kMiB);
   first.signal(SIGKILL);
   wait_for_program(first, kProgramTimeout);
 }
