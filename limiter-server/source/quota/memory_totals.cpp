@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -46,6 +47,12 @@ TotalsOf totals_of(const Policy* policy, uid_t uid, gid_t gid, const GpuUuid& uu
 
 }  // namespace
 
+std::array<MemoryTotals::TotalKey, 4> MemoryTotals::keys_of(const Member& member,
+                                                            DeviceIndex device) {
+  return {TotalKey{true, member.gid, device}, TotalKey{false, member.uid, device},
+          TotalKey{true, member.gid, kAllDevices}, TotalKey{false, member.uid, kAllDevices}};
+}
+
 void MemoryTotals::set_totals(const Member& member, DeviceIndex device, const GpuUuid& uuid,
                               const Policy* policy) {
   const TotalsOf totals = totals_of(policy, member.uid, member.gid, uuid);
@@ -53,15 +60,14 @@ void MemoryTotals::set_totals(const Member& member, DeviceIndex device, const Gp
   book_.set_user_total(member.uid, device, totals.user);
   book_.set_group_total(member.gid, kAllDevices, totals.group_all);
   book_.set_user_total(member.uid, kAllDevices, totals.user_all);
-  for (const auto& [is_group, id, on, bytes] :
-       {std::tuple{true, uint32_t{member.gid}, device, totals.group},
-        std::tuple{false, uint32_t{member.uid}, device, totals.user},
-        std::tuple{true, uint32_t{member.gid}, kAllDevices, totals.group_all},
-        std::tuple{false, uint32_t{member.uid}, kAllDevices, totals.user_all}}) {
-    if (bytes) {
-      totals_[{is_group, id, on}] = *bytes;
+  const std::array<TotalKey, 4> keys = keys_of(member, device);
+  const std::array<std::optional<uint64_t>, 4> bytes = {totals.group, totals.user, totals.group_all,
+                                                        totals.user_all};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (bytes[i]) {
+      totals_[keys[i]] = *bytes[i];
     } else {
-      totals_.erase({is_group, id, on});
+      totals_.erase(keys[i]);
     }
   }
 }
@@ -175,16 +181,13 @@ void MemoryTotals::refresh_rooms() {
   for (auto& [tenant, member] : members_)
     for (const auto& [device, uuid] : member.devices) {
       uint64_t room = shm::kNoLeaseLimit;
-      for (const auto& [is_group, id, on] :
-           {std::tuple{true, uint32_t{member.gid}, device},
-            std::tuple{false, uint32_t{member.uid}, device},
-            std::tuple{true, uint32_t{member.gid}, kAllDevices},
-            std::tuple{false, uint32_t{member.uid}, kAllDevices}}) {
-        const auto total = totals_.find({is_group, id, on});
+      for (const TotalKey& key : keys_of(member, device)) {
+        const auto& [is_group, id, on] = key;
+        const auto total = totals_.find(key);
         if (total == totals_.end()) continue;
         uint64_t others = 0;
-        for (const auto& [key, bytes] : held) {
-          const auto& [other, other_device] = key;
+        for (const auto& [holder, bytes] : held) {
+          const auto& [other, other_device] = holder;
           const Member& them = members_.at(other);
           if (other == tenant || (is_group ? them.gid : them.uid) != id) continue;
           if (on == kAllDevices || other_device == device) others += bytes;

@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -103,6 +104,10 @@ class MemoryTotals {
     uint32_t processes = 0;  // joined and not yet exited
   };
 
+  using TotalKey = std::tuple<bool, uint32_t, DeviceIndex>;  // group?, gid or uid, device
+  // The totals that may bind the member on `device`: its group's and its
+  // user's there, then of all devices.
+  static std::array<TotalKey, 4> keys_of(const Member& member, DeviceIndex device);
   void set_totals(const Member& member, DeviceIndex device, const GpuUuid& uuid,
                   const Policy* policy);
   uint64_t read_used(TenantNumber tenant, DeviceIndex device) const;
@@ -111,8 +116,8 @@ class MemoryTotals {
   LeaseBook book_;
   std::map<TenantNumber, Member> members_;
   // The totals as last set, to tell what a reload changed: (group?, id,
-  // device) -> bytes.
-  std::map<std::tuple<bool, uint32_t, DeviceIndex>, uint64_t> totals_;
+  // device or kAllDevices) -> bytes.
+  std::map<TotalKey, uint64_t> totals_;
 };
 
 }  // namespace gpulimit::server
