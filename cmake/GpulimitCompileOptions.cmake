@@ -10,8 +10,10 @@ target_compile_options(gpulimit_warnings INTERFACE
 # GPULIMIT_SANITIZE applies to everything we build, so that a sanitized test
 # binary and the sanitized libraries it loads agree on the runtime.
 # GPULIMIT_THREAD_SANITIZER, a CMake variable and a macro of every source,
-# tells the few places that differ under ThreadSanitizer.
+# tells the few places that differ under ThreadSanitizer;
+# GPULIMIT_ADDRESS_SANITIZER, a CMake variable, those under AddressSanitizer.
 set(GPULIMIT_THREAD_SANITIZER FALSE)
+set(GPULIMIT_ADDRESS_SANITIZER FALSE)
 set(GPULIMIT_SANITIZER_RUNTIMES "")
 if(GPULIMIT_SANITIZE)
   set(_gpulimit_known_sanitizers address undefined thread leak)
@@ -28,6 +30,9 @@ if(GPULIMIT_SANITIZE)
   if("thread" IN_LIST _gpulimit_sanitizers)
     set(GPULIMIT_THREAD_SANITIZER TRUE)
     add_compile_definitions(GPULIMIT_THREAD_SANITIZER)
+  endif()
+  if("address" IN_LIST _gpulimit_sanitizers)
+    set(GPULIMIT_ADDRESS_SANITIZER TRUE)
   endif()
   # The sanitizers' runtimes, for the tests that start a program not built
   # with them (nvcc's, Python) which then loads a sanitized library: a

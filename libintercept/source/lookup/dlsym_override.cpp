@@ -108,18 +108,24 @@ void* next_answer(Definition mine, const link_map* caller, bool versioned) {
   return mine.address;
 }
 
+#if defined(GPULIMIT_THREAD_SANITIZER) || defined(GPULIMIT_ADDRESS_SANITIZER)
 #if defined(GPULIMIT_THREAD_SANITIZER)
 extern "C" void __tsan_init();
+#define GPULIMIT_SANITIZER_INIT __tsan_init
+#else
+extern "C" void __asan_init();
+#define GPULIMIT_SANITIZER_INIT __asan_init
+#endif
 
-// Whether `return_address` is in ThreadSanitizer's runtime, which looks up
-// the functions it intercepts while it sets itself up: those lookups are
-// handed on unchanged (the runtime wants what comes after it, as RTLD_NEXT
-// from it finds), before anything here calls what the runtime intercepts
-// (strcmp; a function-local static's guard). find_next, called first,
-// calls neither.
+// Whether `return_address` is in the sanitizer's runtime (ThreadSanitizer's
+// or AddressSanitizer's), which looks up the functions it intercepts while
+// it sets itself up: those lookups are handed on unchanged (the runtime
+// wants what comes after it, as RTLD_NEXT from it finds), before anything
+// here calls what the runtime intercepts (strcmp; a function-local static's
+// guard). find_next, called first, calls neither.
 bool asked_by_the_sanitizer(const void* return_address) {
   const link_map* runtime =
-      gpulimit::loader::object_at(reinterpret_cast<const void*>(&__tsan_init));
+      gpulimit::loader::object_at(reinterpret_cast<const void*>(&GPULIMIT_SANITIZER_INIT));
   return runtime && gpulimit::loader::object_at(return_address) == runtime;
 }
 #else
