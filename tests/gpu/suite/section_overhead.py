@@ -16,7 +16,7 @@ import signal
 import sys
 
 from common import (Deadline, Machine, Suite, emit, figure, gpulimit_command, keep_output,
-                    last_json, overall_status, run, section_result)
+                    last_json, overall_status, performance_status, run, section_result)
 
 GOAL = 0.01  # slowdown below 1 %
 
@@ -96,7 +96,7 @@ def main():
                     "overhead.train." + name, "Training loop slowdown, " + name, "< 1 %",
                     slowdown, "%.2f %% (%.2f steps/s against %.2f bare)" % (
                         100 * slowdown, rates[name], baseline),
-                    "pass" if slowdown < GOAL else "fail"))
+                    performance_status(suite, slowdown < GOAL)))
 
         launch = [suite.python, suite.torch_script("launch_bound.py"), "--launches",
                   str(args.launches)]
@@ -109,7 +109,10 @@ def main():
             done = run(argv, run_env, min(deadline.left(), 120))
             keep_output(done, machine.dir, "launch_bound " + name)
             result = last_json(done.out)
-            if done.status != 0 or result is None or not result.get("result_correct"):
+            # The simulated GPU does no arithmetic: the sum is judged on a
+            # real GPU only.
+            wrong = result is not None and not (suite.simulated or result.get("result_correct"))
+            if done.status != 0 or result is None or wrong:
                 errors.append("launch-bound %s: %s" % (name, done.describe()))
                 continue
             launch_rates[name] = result["launches_per_s"]

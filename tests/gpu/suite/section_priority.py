@@ -8,7 +8,8 @@ import argparse
 import sys
 
 from common import (Deadline, Machine, Running, Server, Suite, emit, figure, gpulimit_command,
-                    keep_output, last_json, overall_status, run, section_result)
+                    keep_output, last_json, overall_status, performance_status, run,
+                    section_result)
 
 GOAL = 0.10  # p99 at most 10 % above alone
 
@@ -73,7 +74,7 @@ def main():
                 figures.append(figure(
                     "priority.p99_inflation", "High-priority inference p99 inflation beside a "
                     "training tenant", "at most 10 %", inflation, "%+.1f %%" % (100 * inflation),
-                    "pass" if inflation <= GOAL else "fail"))
+                    performance_status(suite, inflation <= GOAL)))
     emit(section_result("priority", "Priority: inference beside training",
                         overall_status(figures, errors), "; ".join(errors), figures, details))
     return 0

@@ -5,8 +5,14 @@ Prints one JSON line.
 
 The allocation steps shrink (1 GiB, 64 MiB, 2 MiB tensors) so that the
 last refusal comes within 2 MiB of what the allocator could still get.
-While everything is held, nvidia-smi is asked (without the job's preload,
-so that it sees the driver as it is) what this process really holds.
+While everything is held, NVML is asked (nvml_query.py, without the job's
+preload, so that it sees the driver as it is) what this process really
+holds; nvidia-smi's views are kept too where there is one.
+
+Carrying on means allocating half the cap again and running a matmul to
+its end. On a real GPU its result must also be finite; the simulated GPU
+runs no kernel's arithmetic (tests/fakecuda/README.md), so there the result
+is recorded, not judged.
 """
 
 import argparse
@@ -38,22 +44,31 @@ def nvidia_smi(args, preloaded):
         return "error: %s" % error
 
 
-def process_memory_mib(pid):
-    """What NVML says `pid` holds, in MiB, from nvidia-smi's process list,
-    and how the process was found there. NVML lists host pids: in a
-    container the pid differs, and then the one process listed is taken."""
-    text = nvidia_smi(["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                      preloaded=False)
-    listed = []
-    for line in text.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) == 2 and fields[1].isdigit():
-            listed.append((fields[0], int(fields[1])))
-    for listed_pid, mib in listed:
-        if listed_pid == str(pid):
-            return mib, "by pid"
+def nvml_view():
+    """nvml_query.py's answer, asked without the job's preload."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_query.py")
+    try:
+        done = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                              timeout=30)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as error:
+        return {"error": "nvml_query.py: %s" % error}
+
+
+def process_memory_bytes(view, pid):
+    """What NVML says `pid` holds, in bytes, and how the process was found
+    there. NVML lists host pids: in a container the pid differs, and then
+    the one process listed is taken."""
+    if "error" in view:
+        return None, view["error"]
+    listed = view["processes"]
+    if str(pid) in listed:
+        return listed[str(pid)], "by pid"
     if len(listed) == 1:
-        return listed[0][1], "the only process listed (pid %s)" % listed[0][0]
+        (only, used), = listed.items()
+        return used, "the only process listed (pid %s)" % only
     return None, "not listed among %d processes" % len(listed)
 
 
@@ -86,7 +101,8 @@ def main():
     if args.hold_file:
         with open(args.hold_file, "w") as marker:
             marker.write(str(os.getpid()))
-    nvml_mib, nvml_match = process_memory_mib(os.getpid())
+    nvml = nvml_view()
+    nvml_bytes, nvml_match = process_memory_bytes(nvml, os.getpid())
     tenant_view = nvidia_smi(["--query-gpu=memory.total,memory.used,memory.free",
                               "--format=csv,noheader"], preloaded=True)
     driver_view = nvidia_smi(["--query-gpu=memory.total,memory.used,memory.free",
@@ -103,13 +119,16 @@ def main():
     if args.hold_file:
         os.unlink(args.hold_file)
     carried_on = False
+    finite = None
     again_error = None
     try:
         a = torch.randn(4096, 4096, device="cuda")
         half = torch.empty(total // 2, dtype=torch.uint8, device="cuda")
-        carried_on = bool(torch.isfinite((a @ a).sum()).item())
+        finite = bool(torch.isfinite((a @ a).sum()).item())
+        torch.cuda.synchronize()
+        carried_on = True
         del half
-    except OutOfMemory as error:
+    except (OutOfMemory, RuntimeError) as error:
         again_error = str(error).splitlines()[0]
 
     print(json.dumps({
@@ -118,11 +137,11 @@ def main():
         "total": total, "free_start": free_start, "total_when_full": total_full,
         "free_when_full": free_full, "raised": raised, "steps": steps,
         "tensor_bytes": tensor_bytes, "reserved_bytes": reserved,
-        "nvml_process_bytes": None if nvml_mib is None else nvml_mib * MiB,
-        "nvml_process_match": nvml_match,
+        "nvml_process_bytes": nvml_bytes, "nvml_process_match": nvml_match,
+        "nvml_memory": nvml.get("memory"),
         "nvidia_smi_tenant_view": tenant_view, "nvidia_smi_driver_view": driver_view,
         "nvidia_smi_apps": apps, "free_after_free": free_after,
-        "again_error": again_error,
+        "again_error": again_error, "matmul_finite": finite,
         "carried_on": carried_on}), flush=True)
     return 0
 
