@@ -88,25 +88,14 @@ def run_bare(machine, argv, extra=None, timeout=180):
 
 def nvml_process_bytes(suite, machine):
     """What the simulated NVML says each process holds on device 0, asked
-    without gpulimit's preload: the device's own account."""
-    script = (
-        "import ctypes, json, sys\n"
-        "nvml = ctypes.CDLL(sys.argv[1] + '/libnvidia-ml.so.1')\n"
-        "class P(ctypes.Structure):\n"
-        "    _fields_ = [('pid', ctypes.c_uint), ('used', ctypes.c_ulonglong),\n"
-        "                ('gi', ctypes.c_uint), ('ci', ctypes.c_uint)]\n"
-        "assert nvml.nvmlInit_v2() == 0\n"
-        "dev = ctypes.c_void_p()\n"
-        "assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(dev)) == 0\n"
-        "n = ctypes.c_uint(64)\n"
-        "procs = (P * 64)()\n"
-        "assert nvml.nvmlDeviceGetComputeRunningProcesses_v3(dev, ctypes.byref(n), procs) == 0\n"
-        "print(json.dumps({str(procs[i].pid): procs[i].used for i in range(n.value)}))\n")
-    env = machine.environment()
-    done = subprocess.run([sys.executable, "-c", script, suite.fakecuda_lib], env=env,
-                          capture_output=True, text=True, timeout=60)
+    without gpulimit's preload (the GPU suite's nvml_query.py): the
+    device's own account."""
+    done = subprocess.run([sys.executable, os.path.join(suite.workloads_dir, "nvml_query.py")],
+                          env=machine.environment(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return {int(pid): used for pid, used in json.loads(done.stdout).items()}
+    view = json.loads(done.stdout)
+    assert "error" not in view, view["error"]
+    return {int(pid): used for pid, used in view["processes"].items()}
 
 
 def kernels_of(trace_path, pid):
