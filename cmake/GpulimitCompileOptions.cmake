@@ -11,7 +11,8 @@ target_compile_options(gpulimit_warnings INTERFACE
 # binary and the sanitized libraries it loads agree on the runtime.
 # GPULIMIT_THREAD_SANITIZER, a CMake variable and a macro of every source,
 # tells the few places that differ under ThreadSanitizer;
-# GPULIMIT_ADDRESS_SANITIZER, a CMake variable, those under AddressSanitizer.
+# GPULIMIT_ADDRESS_SANITIZER, a CMake variable, those under AddressSanitizer
+# (and a macro of the one source that needs it, libintercept/CMakeLists.txt).
 set(GPULIMIT_THREAD_SANITIZER FALSE)
 set(GPULIMIT_ADDRESS_SANITIZER FALSE)
 set(GPULIMIT_SANITIZER_RUNTIMES "")
