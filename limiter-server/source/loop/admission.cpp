@@ -201,8 +201,11 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   if (!left) return;
   watchers_->tenant_left(connection.peer.pid);
   const TenantNumber tenant = left->tenant;
-  for (const DeviceIndex device : left->process.devices)
-    if (handoffs_.process_left(device, id)) scheduler_.holder_drained(tenant, device, now);
+  for (const DeviceIndex device : left->process.devices) {
+    const HandoffTracker::Left done = handoffs_.process_left(device, id);
+    if (done.late_drained != kNoTenant) scheduler_.late_drained(done.late_drained, device, now);
+    if (done.drained) scheduler_.holder_drained(tenant, device, now);
+  }
   for (const DeviceIndex device : left->devices_left)
     scheduler_.leave_device(tenant, device, now);
   for (const DeviceIndex device : left->wants_dropped)

@@ -633,10 +633,13 @@ bool Server::handle_tenant_message(ConnectionId id, Connection& connection, prot
     verdict = handoffs_.ack(device, tenant, id, grant);
     if (verdict == HandoffTracker::Verdict::kComplete)
       scheduler_.holder_drained(tenant, device, now);
+    else if (verdict == HandoffTracker::Verdict::kLateDrained)
+      scheduler_.late_drained(tenant, device, now);
   }
   if (verdict == HandoffTracker::Verdict::kStale && !connection.warned_stale) {
-    // A late Ack (after an ack timeout) or an Idle that crossed a revoke:
-    // harmless, and dropped; said once per connection.
+    // An Ack for no grant owed (a late Ack is counted above) or an Idle
+    // that crossed a revoke: harmless, and dropped; said once per
+    // connection.
     connection.warned_stale = true;
     spdlog::info("{} sent {} for grant {} of device {}, which is not current; dropped (said once)",
                  describe_peer(id), type == protocol::Type::kAck ? "an Ack" : "an Idle", grant,
@@ -766,8 +769,10 @@ void Server::apply_token_changes(TimeNs now) {
                 owing += (owing.empty() ? "" : ",") + std::to_string(process->pid);
             spdlog::warn(
                 "device {}: tenant {} did not acknowledge within {} ms (pids {}); the token is "
-                "taken back anyway, and its queued kernels may overlap the next tenant's",
+                "taken back anyway, its queued kernels may overlap the next tenant's, and the "
+                "time until its late Acks is charged to it",
                 change.device, name, config_.scheduler.ack_timeout_ns / kNsPerMs, owing);
+            handoffs_.forced(change.device);
           }
           spdlog::debug("device {}: released by {} after {} us ({})", change.device, name,
                         change.held_ns / 1000, release_reason(change.reason));

@@ -11,6 +11,9 @@ bool HandoffTracker::current(const Handshake& handshake, TenantNumber tenant,
 
 void HandoffTracker::granted(DeviceIndex device, TenantNumber tenant, uint32_t grant) {
   devices_.at(device) = Handshake{tenant, grant, false, {}, {}};
+  // The scheduler settles a forced tenant's overrun at its next grant: what
+  // it still owes from before counts no more.
+  std::erase_if(late_.at(device), [&](const LateDrain& drain) { return drain.tenant == tenant; });
 }
 
 HandoffTracker::Verdict HandoffTracker::revoked(DeviceIndex device,
@@ -25,10 +28,33 @@ void HandoffTracker::released(DeviceIndex device) {
   devices_.at(device) = Handshake{};
 }
 
+void HandoffTracker::forced(DeviceIndex device) {
+  Handshake& handshake = devices_.at(device);
+  if (handshake.holder != kNoTenant && handshake.revoked && !handshake.owing.empty()) {
+    // None of the tenant's is kept: its grant removed it.
+    std::vector<LateDrain>& late = late_.at(device);
+    if (late.size() == kMaxLateDrains) late.erase(late.begin());
+    LateDrain& entry = late.emplace_back(LateDrain{handshake.holder, {}});
+    for (const ConnectionId connection : handshake.owing)
+      entry.owing.emplace(connection, handshake.grant);
+  }
+  handshake = Handshake{};
+}
+
 HandoffTracker::Verdict HandoffTracker::ack(DeviceIndex device, TenantNumber tenant,
                                             ConnectionId connection, uint32_t grant) {
   Handshake& handshake = devices_.at(device);
-  if (!current(handshake, tenant, grant) || !handshake.revoked) return Verdict::kStale;
+  if (!current(handshake, tenant, grant) || !handshake.revoked) {
+    // Late, after an ack timeout: the drain a forced tenant owed.
+    std::vector<LateDrain>& late = late_.at(device);
+    const auto entry = std::find_if(late.begin(), late.end(), [&](const LateDrain& drain) {
+      return drain.tenant == tenant;
+    });
+    if (entry == late.end() || entry->owing.erase({connection, grant}) == 0) return Verdict::kStale;
+    if (!entry->owing.empty()) return Verdict::kNoted;
+    late.erase(entry);
+    return Verdict::kLateDrained;
+  }
   // A process that joined after the revoke owed nothing; its Ack is harmless.
   if (handshake.owing.erase(connection) == 0) return Verdict::kNoted;
   return handshake.owing.empty() ? Verdict::kComplete : Verdict::kNoted;
@@ -47,10 +73,24 @@ HandoffTracker::Verdict HandoffTracker::idle(DeviceIndex device, TenantNumber te
   return all_idle ? Verdict::kComplete : Verdict::kNoted;
 }
 
-bool HandoffTracker::process_left(DeviceIndex device, ConnectionId connection) {
+HandoffTracker::Left HandoffTracker::process_left(DeviceIndex device, ConnectionId connection) {
+  Left left;
   Handshake& handshake = devices_.at(device);
   handshake.idle.erase(connection);
-  return handshake.revoked && handshake.owing.erase(connection) == 1 && handshake.owing.empty();
+  left.drained =
+      handshake.revoked && handshake.owing.erase(connection) == 1 && handshake.owing.empty();
+  // A process is one tenant's: at most one late drain is its.
+  std::vector<LateDrain>& late = late_.at(device);
+  for (auto entry = late.begin(); entry != late.end(); ++entry) {
+    const auto owed = [&](const auto& pair) { return pair.first == connection; };
+    if (std::erase_if(entry->owing, owed) == 0) continue;
+    if (entry->owing.empty()) {
+      left.late_drained = entry->tenant;
+      late.erase(entry);
+    }
+    break;
+  }
+  return left;
 }
 
 bool HandoffTracker::all_idle(DeviceIndex device, const std::vector<ConnectionId>& seeing) const {

@@ -181,6 +181,17 @@ void TokenScheduler::holder_drained(TenantNumber tenant, DeviceIndex index, Time
   reconsider(index, device, now);
 }
 
+void TokenScheduler::late_drained(TenantNumber tenant, DeviceIndex index, TimeNs now) {
+  const auto found = devices_.find(index);
+  if (found == devices_.end()) return;
+  Device& device = found->second;
+  const auto seat = device.seats.find(tenant);
+  if (seat == device.seats.end() || !seat->second.forced_at) return;
+  settle_overrun(tenant, index, device, seat->second, now);
+  // A debt or a vtime that changes who goes next, or when.
+  reconsider(index, device, now);
+}
+
 void TokenScheduler::advance(TimeNs now) {
   for (auto& [index, device] : devices_)
     reconsider(index, device, now);
@@ -334,27 +345,47 @@ TimeNs TokenScheduler::eligible_from(const Seat& seat, const ComputeShare& share
 bool TokenScheduler::eligible(const Seat& seat, TimeNs now) const {
   const ComputeShare& share = seat.share;
   if (!has_hard_cap(share)) return true;
-  return budget_at(seat, share, now, false) >= grant_threshold(share);
+  // Forced and still draining, its budget falls as a holder's does.
+  return budget_at(seat, share, now, seat.forced_at.has_value()) >= grant_threshold(share);
 }
 
 void TokenScheduler::charge_holder(Device& device, TimeNs now) {
   if (device.holder == kNoTenant || now <= device.charged_until) return;
   Seat& seat = device.seats[device.holder];
   const ComputeShare& share = seat.share;
-  const TimeNs held = now - device.charged_until;
+  charge_shares(device, seat, now - device.charged_until, now);
+  if (has_hard_cap(share)) {
+    seat.budget_ns = budget_at(seat, share, now, true);
+    seat.budget_at = now;
+  }
+  device.charged_until = now;
+}
+
+void TokenScheduler::charge_shares(Device& device, Seat& seat, TimeNs held, TimeNs now) {
   const ShareBranch& branch = seat.branch;
-  charge_stride(seat.vtime, seat.vtime_remainder, held, share.weight);
+  charge_stride(seat.vtime, seat.vtime_remainder, held, seat.share.weight);
   // The factors as of the hold's end, before it joins the history.
   const double user_factor = usage_factor(device, seat, true, now);
   const double group_factor = usage_factor(device, seat, false, now);
   charge_node(device.users[{branch.group, branch.user}], held, user_factor, now);
   charge_node(device.groups[branch.group], held, group_factor, now);
   raise_floors(device);
+}
+
+void TokenScheduler::settle_overrun(TenantNumber tenant, DeviceIndex index, Device& device,
+                                    Seat& seat, TimeNs now) {
+  const TimeNs overrun = now - *seat.forced_at;
+  seat.forced_at.reset();
+  if (overrun <= 0) return;
+  charge_shares(device, seat, overrun, now);
+  const ComputeShare& share = seat.share;
   if (has_hard_cap(share)) {
+    // Not held since the forced release, which brought the budget up to
+    // then: the time since counts as held, the bucket's top out of reach.
     seat.budget_ns = budget_at(seat, share, now, true);
     seat.budget_at = now;
   }
-  device.charged_until = now;
+  counters_for(tenant, index).overrun_ns += overrun;
 }
 
 bool TokenScheduler::active(const Device& device, TenantNumber tenant, const Seat& seat) {
@@ -554,6 +585,8 @@ std::optional<TenantNumber> TokenScheduler::best_waiter(const Device& device, Ti
 
 void TokenScheduler::grant(DeviceIndex index, Device& device, TenantNumber tenant, TimeNs now) {
   Seat& seat = device.seats[tenant];
+  // An overrun not drained yet ends here: from now on the hold is charged.
+  if (seat.forced_at) settle_overrun(tenant, index, device, seat, now);
   const ComputeShare& share = seat.share;
   if (has_hard_cap(share)) {
     seat.budget_ns = budget_at(seat, share, now, false);
@@ -591,7 +624,12 @@ void TokenScheduler::release(DeviceIndex index, Device& device, TokenChange::Rea
   const TimeNs held = now - device.granted_at;
   TenantDeviceCounters& counters = counters_for(device.holder, index);
   counters.held_ns += held;
-  if (reason == TokenChange::Reason::kAckTimeout) ++counters.overruns;
+  if (reason == TokenChange::Reason::kAckTimeout) {
+    ++counters.overruns;
+    // Its processes drain on: owed from now until they are done, or until
+    // its next grant (an earlier overrun was settled at this hold's).
+    seat.forced_at = now;
+  }
   if (seat.wanting) seat.wanting_since = now;  // wanted it again while draining
   if (!seat.wanting) mark_inactive(device, seat, now);
   seat.recent_holds.push_back(Interval{device.granted_at, now});
@@ -667,7 +705,8 @@ TimeNs TokenScheduler::device_deadline(const Device& device, TimeNs now) const {
   for (const auto& [tenant, seat] : device.seats) {
     if (!seat.wanting || tenant == device.holder) continue;
     const ComputeShare& share = seat.share;
-    if (!has_hard_cap(share)) continue;
+    // A forced one's budget falls until its late drain, an event.
+    if (!has_hard_cap(share) || seat.forced_at) continue;
     const TimeNs from = eligible_from(seat, share);
     if (from > now) earliest = std::min(earliest, from);
   }

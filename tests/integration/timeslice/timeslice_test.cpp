@@ -260,5 +260,20 @@ TEST_F(TimeSlicing, AKernelLongerThanTheAckTimeoutStallsNobodyForever) {
   EXPECT_GT(short_run.report.number("kernels"), 0u);
 }
 
+// Hostile: kernels of 150 ms, two queued, where the ack timeout is 100 ms.
+// Every revoke is forced, and the holder's queue runs on past the handoff;
+// charged only to the forced release, the tenant would hold about 70 % of
+// the GPU under a 30 % cap. Its late drain is debt, so the cap holds (to
+// about a kernel's worth over the window, hence the wider bound).
+TEST_F(TimeSlicing, ACapHoldsAgainstKernelsLongerThanTheAckTimeout) {
+  start_tenant("capped", {"--sm", "30"},
+               {kSpinner, "--kernel-ns", "150000000", "--seconds", "8"});
+  finish_tenants();
+
+  const auto report = analyze_tenants();
+  ASSERT_GE(report.window.length_ns(), 6000 * kMillisecond);
+  EXPECT_NEAR(report.share_of_tenant("capped"), 0.30, 0.05);
+}
+
 }  // namespace
 }  // namespace integration

@@ -47,8 +47,47 @@ TEST(HandoffTracker, AProcessThatLeavesOwesNothing) {
   sut.revoked(kGpu, {1, 2});
   ASSERT_EQ(sut.ack(kGpu, kT, 1, kGrant), Verdict::kNoted);
 
-  EXPECT_TRUE(sut.process_left(kGpu, 2));
-  EXPECT_FALSE(sut.process_left(kGpu, 2)) << "once";
+  EXPECT_TRUE(sut.process_left(kGpu, 2).drained);
+  EXPECT_FALSE(sut.process_left(kGpu, 2).drained) << "once";
+}
+
+TEST(HandoffTracker, AForcedHoldersLateAcksCompleteItsLateDrain) {
+  HandoffTracker sut;
+  sut.granted(kGpu, kT, kGrant);
+  sut.revoked(kGpu, {1, 2});
+  ASSERT_EQ(sut.ack(kGpu, kT, 1, kGrant), Verdict::kNoted);
+  sut.forced(kGpu);
+  sut.granted(kGpu, kT + 1, kGrant + 1);
+
+  EXPECT_EQ(sut.ack(kGpu, kT, 1, kGrant), Verdict::kStale) << "acknowledged before the timeout";
+  EXPECT_EQ(sut.ack(kGpu, kT, 2, kGrant - 1), Verdict::kStale) << "not the grant it owed";
+  EXPECT_EQ(sut.ack(kGpu, kT, 2, kGrant), Verdict::kLateDrained);
+  EXPECT_EQ(sut.ack(kGpu, kT, 2, kGrant), Verdict::kStale) << "once";
+}
+
+TEST(HandoffTracker, AForcedHoldersLastOwingProcessLeavingCompletesItsLateDrain) {
+  HandoffTracker sut;
+  sut.granted(kGpu, kT, kGrant);
+  sut.revoked(kGpu, {1, 2});
+  sut.forced(kGpu);
+  sut.granted(kGpu, kT + 1, kGrant + 1);
+
+  EXPECT_EQ(sut.ack(kGpu, kT, 1, kGrant), Verdict::kNoted);
+  const HandoffTracker::Left left = sut.process_left(kGpu, 2);
+  EXPECT_FALSE(left.drained) << "the current holder's drain is not its";
+  EXPECT_EQ(left.late_drained, kT);
+  EXPECT_EQ(sut.process_left(kGpu, 2).late_drained, kNoTenant) << "once";
+}
+
+TEST(HandoffTracker, AForcedHoldersNextGrantEndsWhatItOwed) {
+  HandoffTracker sut;
+  sut.granted(kGpu, kT, kGrant);
+  sut.revoked(kGpu, {1});
+  sut.forced(kGpu);
+  sut.granted(kGpu, kT, kGrant + 1);
+
+  EXPECT_EQ(sut.ack(kGpu, kT, 1, kGrant), Verdict::kStale);
+  EXPECT_EQ(sut.process_left(kGpu, 1).late_drained, kNoTenant);
 }
 
 TEST(HandoffTracker, TheHolderIsIdleWhenEveryProcessSeeingTheDeviceSaysSo) {

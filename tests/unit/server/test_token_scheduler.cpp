@@ -272,15 +272,24 @@ TEST(TokenScheduler, AnIdleLoneHolderKeepsTheTokenUntilSomebodyWaits) {
   EXPECT_EQ(sut.take_changes(), std::vector{revoked(kA, Reason::kIdle)});
 }
 
-TEST(TokenScheduler, AHolderThatNeverAcksIsForcedAfterTheAckTimeout) {
+// Tenants A and B of weight 1 wanting the device from 0, a 20 ms quantum
+// and a 100 ms ack timeout: A is granted, and revoked at 20 ms.
+SchedulerSettings with_ack_timeout_100ms() {
   SchedulerSettings settings = settings_with_quantum(20 * kMs);
   settings.ack_timeout_ns = 100 * kMs;
-  TokenScheduler sut(settings);
+  return settings;
+}
+void revoke_a_at_20ms(TokenScheduler& sut) {
   sut.add_tenant(kA, weight(1));
   sut.add_tenant(kB, weight(1));
   sut.set_wanting(kA, kGpu, true, 0);
   sut.set_wanting(kB, kGpu, true, 0);
   sut.advance(20 * kMs);
+}
+
+TEST(TokenScheduler, AHolderThatNeverAcksIsForcedAfterTheAckTimeout) {
+  TokenScheduler sut(with_ack_timeout_100ms());
+  revoke_a_at_20ms(sut);
   sut.take_changes();
 
   EXPECT_EQ(sut.next_deadline(20 * kMs), 120 * kMs);
@@ -293,6 +302,81 @@ TEST(TokenScheduler, AHolderThatNeverAcksIsForcedAfterTheAckTimeout) {
   sut.holder_drained(kA, kGpu, 130 * kMs);  // too late: ignored
   EXPECT_EQ(sut.holder(kGpu), kB);
   EXPECT_TRUE(sut.take_changes().empty());
+}
+
+// Forced, the holder's queued kernels run on past the timeout: that time is
+// charged when its processes' late Acks come, as if it had held the token.
+TEST(TokenScheduler, AForcedHoldersLateDrainIsChargedToItsShare) {
+  TokenScheduler sut(with_ack_timeout_100ms());
+  revoke_a_at_20ms(sut);
+  sut.advance(120 * kMs);
+  ASSERT_EQ(sut.take_changes(),
+            (std::vector{granted(kA), revoked(kA, Reason::kQuantumEnd),
+                         released(kA, Reason::kAckTimeout, 120 * kMs), granted(kB)}));
+  sut.set_wanting(kA, kGpu, true, 120 * kMs);
+
+  sut.late_drained(kA, kGpu, 200 * kMs);
+  sut.advance(300 * kMs);
+
+  // A is charged 200 ms (120 held, 80 drained late): B, charged from 120 ms,
+  // keeps the token until it has 200 ms too, not only until 240 ms.
+  EXPECT_TRUE(sut.take_changes().empty());
+  EXPECT_EQ(sut.statistics(kA, kGpu, 300 * kMs).overrun_ns, 80 * kMs);
+  sut.advance(340 * kMs);
+  EXPECT_EQ(sut.take_changes(), std::vector{revoked(kB, Reason::kQuantumEnd)});
+}
+
+TEST(TokenScheduler, AForcedHoldersNextGrantSettlesItsOverrunOnce) {
+  TokenScheduler sut(with_ack_timeout_100ms());
+  revoke_a_at_20ms(sut);
+  sut.advance(120 * kMs);  // A forced, B granted
+  sut.set_wanting(kA, kGpu, true, 120 * kMs);
+  // B keeps the token quantum after quantum until it has held what A has.
+  for (TimeNs t = 140 * kMs; t <= 240 * kMs; t += 20 * kMs)
+    sut.advance(t);
+  sut.holder_drained(kB, kGpu, 241 * kMs);
+  sut.take_changes();
+  ASSERT_EQ(sut.holder(kGpu), kA);
+
+  sut.late_drained(kA, kGpu, 250 * kMs);  // after its grant: settled already
+
+  EXPECT_EQ(sut.statistics(kA, kGpu, 250 * kMs).overrun_ns, 121 * kMs);
+}
+
+// A lone capped tenant whose kernels outlast the ack timeout: the drain
+// after it is paid from its budget, and it waits until that debt is paid.
+TEST(TokenScheduler, ACappedTenantsLateDrainIsDebt) {
+  SchedulerSettings settings = settings_with_quantum(20 * kMs);
+  settings.ack_timeout_ns = 100 * kMs;
+  settings.cap_window_ns = 100 * kMs;
+  TokenScheduler sut(settings);
+  sut.add_tenant(kA, capped(30));
+  sut.set_wanting(kA, kGpu, true, 0);
+  // A slice (20 ms) to start with, spent at 70 % of wall time: at 28.6 ms.
+  const TimeNs spent = *sut.next_deadline(0);
+  ASSERT_NEAR(spent, 28'571'429, 1);
+  sut.advance(spent);
+  const TimeNs forced = spent + 100 * kMs;
+  sut.advance(forced);
+  ASSERT_EQ(sut.take_changes(),
+            (std::vector{granted(kA), revoked(kA, Reason::kCapSpent),
+                         released(kA, Reason::kAckTimeout, forced)}));
+  sut.set_wanting(kA, kGpu, true, forced);
+
+  // Draining, its budget falls as if held: no grant on its way back up.
+  sut.advance(forced + 300 * kMs);
+  EXPECT_TRUE(sut.take_changes().empty());
+  sut.late_drained(kA, kGpu, forced + 400 * kMs);
+
+  // -70 ms at the forced release, -350 ms after 400 ms more held: a slice
+  // (20 ms) is back after 370 / 0.3 = 1233 ms more.
+  const TimeNs back = forced + 400 * kMs + 1'233'333'334;
+  EXPECT_NEAR(static_cast<double>(*sut.next_deadline(forced + 400 * kMs)),
+              static_cast<double>(back), 10.0);  // integer rounding
+  sut.advance(back - kMs);
+  EXPECT_TRUE(sut.take_changes().empty());
+  sut.advance(back + kMs);
+  EXPECT_EQ(sut.take_changes(), std::vector{granted(kA)});
 }
 
 TEST(TokenScheduler, AHolderThatLeavesMidQuantumHandsOverAtOnce) {

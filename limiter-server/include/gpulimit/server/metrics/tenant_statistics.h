@@ -46,6 +46,7 @@ struct TenantDeviceCounters {
   uint64_t grants = 0;    // times the token was granted to it
   uint64_t revokes = 0;   // times it was asked to give the token back
   uint64_t overruns = 0;  // ack timeouts: the token was taken back without its drain
+  TimeNs overrun_ns = 0;  // after them: forced release to late drain, charged as held
   WaitHistogram waits;    // one observation per Want that ended in a grant
 };
 

@@ -6,11 +6,18 @@
 // Only processes that see the device (named its UUID in their Hello) can
 // acknowledge it; a revoke waits for those connected at the revoke. A
 // process that leaves owes nothing more.
+//
+// A holder forced by an ack timeout still owes its Acks: the processes that
+// had not acknowledged are kept until each has acknowledged the grant it
+// owed or left, and then the tenant has drained late (its overrun is
+// charged up to then, TokenScheduler::late_drained), or until the tenant is
+// granted the device again (which settles the overrun).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "gpulimit/server/loop/tenant_registry.h"
@@ -25,6 +32,12 @@ class HandoffTracker {
     kNoted,     // counted; the tenant-wide fact is not complete yet
     kComplete,  // with this one, every process drained (Ack) or is idle (Idle)
     kStale,     // not about the device's current grant to this tenant: dropped
+    kLateDrained,  // with this one, a forced tenant's processes have all drained
+  };
+  // What a process's leaving completed on a device.
+  struct Left {
+    bool drained = false;  // the current holder's pending drain
+    TenantNumber late_drained = kNoTenant;  // a forced tenant's late drain
   };
 
   void granted(DeviceIndex device, TenantNumber tenant, uint32_t grant);
@@ -32,13 +45,16 @@ class HandoffTracker {
   // kComplete when none must: the holder has drained already.
   Verdict revoked(DeviceIndex device, const std::vector<ConnectionId>& owing);
   void released(DeviceIndex device);
+  // The holder's token was taken back without its drain (ack timeout): the
+  // processes that still owe an Ack are kept, and the handshake ends.
+  void forced(DeviceIndex device);
 
   Verdict ack(DeviceIndex device, TenantNumber tenant, ConnectionId connection, uint32_t grant);
   // `seeing`: the tenant's processes that see the device now.
   Verdict idle(DeviceIndex device, TenantNumber tenant, ConnectionId connection, uint32_t grant,
                const std::vector<ConnectionId>& seeing);
-  // The process left. True when that completes a pending drain.
-  bool process_left(DeviceIndex device, ConnectionId connection);
+  // The process left: owes nothing more, for the current grant or a forced one.
+  Left process_left(DeviceIndex device, ConnectionId connection);
   // Every process in `seeing` reported Idle under the current, unrevoked grant.
   bool all_idle(DeviceIndex device, const std::vector<ConnectionId>& seeing) const;
   // The holder's processes that still owe an Ack (for logs).
@@ -52,9 +68,20 @@ class HandoffTracker {
     std::set<ConnectionId> owing;
     std::set<ConnectionId> idle;
   };
+  // A forced tenant's processes that owe an Ack, each for its grant.
+  struct LateDrain {
+    TenantNumber tenant = kNoTenant;
+    std::set<std::pair<ConnectionId, uint32_t>> owing;
+  };
+  // Forced tenants kept per device at most; beyond, the oldest is dropped
+  // (its overrun is then settled at its next grant). One per tenant: its
+  // grant ends it, and only a holder is forced.
+  static constexpr std::size_t kMaxLateDrains = 64;
+
   bool current(const Handshake& handshake, TenantNumber tenant, uint32_t grant) const;
 
   std::array<Handshake, shm::kBoardDevices> devices_{};
+  std::array<std::vector<LateDrain>, shm::kBoardDevices> late_{};
 };
 
 }  // namespace gpulimit::server

@@ -46,7 +46,12 @@
 //     within the ack timeout is forced: the token goes to the next tenant
 //     anyway. That is the one case where kernels of two tenants may run at
 //     the same time (the forced holder's queued kernels, the next tenant's
-//     first ones); the overrun is charged to the forced holder.
+//     first ones). The forced holder still owes its drain: when its
+//     processes' late Acks come (or the last of them leaves), or at its next
+//     grant if that comes first, the time from the forced release to then is
+//     charged to it as held time (late_drained), so a deep queue or a kernel
+//     longer than the timeout pays for what it ran, under a weight as under
+//     a cap.
 #pragma once
 
 #include <cstdint>
@@ -157,6 +162,12 @@ class TokenScheduler {
   // Every process of the holder acknowledged the revoke (the last ack came
   // at `now`). Ignored unless `tenant` holds the device's token, revoked.
   void holder_drained(TenantNumber tenant, DeviceIndex device, TimeNs now);
+  // A holder forced by an ack timeout has drained since (its processes'
+  // last late Ack, or the last of them left, at `now`): the time from the
+  // forced release to `now` is charged to it as held time. Ignored unless
+  // the tenant was forced on the device and has neither drained nor been
+  // granted it again since (a grant settles the overrun up to then).
+  void late_drained(TenantNumber tenant, DeviceIndex device, TimeNs now);
   // Acts on every deadline up to `now`: quantum ends, spent budgets, ack
   // timeouts, budgets grown back.
   void advance(TimeNs now);
@@ -196,6 +207,8 @@ class TokenScheduler {
     std::deque<Interval> recent_holds;  // ended holds within the share window
     TimeNs seated_at = 0;
     std::optional<TimeNs> active_until;  // when it last stopped wanting or holding
+    // Forced by an ack timeout, not drained nor granted again since: when.
+    std::optional<TimeNs> forced_at;
   };
   // A group or a user on a device: the inner nodes of the fair-share tree.
   struct Node {
@@ -248,6 +261,11 @@ class TokenScheduler {
   template <typename Key>
   static const Node& node_of(const std::map<Key, Node>& nodes, const Key& key);
   void charge_holder(Device& device, TimeNs now);
+  // Charges `held` ns of the seat's to its vtime and its branch's nodes.
+  void charge_shares(Device& device, Seat& seat, TimeNs held, TimeNs now);
+  // A forced seat's overrun, from its forced release to `now`, charged.
+  void settle_overrun(TenantNumber tenant, DeviceIndex index, Device& device, Seat& seat,
+                      TimeNs now);
   // Charges `held` ns to a group or user under its fair-share factor.
   void charge_node(Node& node, TimeNs held, double factor, TimeNs now);
   double decayed_usage(const Node& node, TimeNs now) const;
