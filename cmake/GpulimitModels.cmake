@@ -8,12 +8,16 @@
 #   gpulimit_add_model_check(NAME name MODEL file.pml
 #                            [SAFETY | LIVENESS claim]
 #                            [DEFINES -DX=1 ...]
-#                            [EXPECT_ERROR regex])
+#                            [EXPECT_ERROR regex]
+#                            [PAN_FLAGS -DBITSTATE ...] [RUN_FLAGS -w30 ...])
 #
 # SAFETY: assertions and invalid end states (pan.c with -DSAFETY, no never
 # claim). LIVENESS claim: the model's `ltl claim`, acceptance cycles (-a)
 # under weak fairness (-f). EXPECT_ERROR: SPIN must report an error whose
-# line matches `regex` (a broken variant).
+# line matches `regex` (a broken variant). PAN_FLAGS: more flags for
+# compiling pan.c (-DBITSTATE or -DHC4: a search that is not exhaustive,
+# and the check's line says so); RUN_FLAGS: more flags for running pan
+# (-w30: the bitstate array's size).
 
 option(GPULIMIT_MODEL_LONG
        "Also the model checks that take minutes to hours (the launch gate with faults, its liveness)"
@@ -32,7 +36,8 @@ if(NOT GPULIMIT_SPIN)
 endif()
 
 function(gpulimit_add_model_check)
-  cmake_parse_arguments(check "SAFETY" "NAME;MODEL;LIVENESS;EXPECT_ERROR" "DEFINES" ${ARGN})
+  cmake_parse_arguments(check "SAFETY" "NAME;MODEL;LIVENESS;EXPECT_ERROR" "DEFINES;PAN_FLAGS;RUN_FLAGS"
+                        ${ARGN})
   if(NOT GPULIMIT_SPIN)
     return()
   endif()
@@ -43,6 +48,8 @@ function(gpulimit_add_model_check)
   endif()
   get_filename_component(model "${check_MODEL}" ABSOLUTE)
   string(REPLACE ";" " " defines "${check_DEFINES}")
+  string(REPLACE ";" " " pan_flags "${check_PAN_FLAGS}")
+  string(REPLACE ";" " " run_flags "${check_RUN_FLAGS}")
   add_test(NAME model.${check_NAME}
            COMMAND ${CMAKE_COMMAND}
                    -DSPIN=${GPULIMIT_SPIN}
@@ -52,6 +59,8 @@ function(gpulimit_add_model_check)
                    -DCLAIM=${check_LIVENESS}
                    "-DDEFINES=${defines}"
                    "-DEXPECT_ERROR=${check_EXPECT_ERROR}"
+                   "-DPAN_FLAGS=${pan_flags}"
+                   "-DRUN_FLAGS=${run_flags}"
                    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/model.${check_NAME}
                    -P ${PROJECT_SOURCE_DIR}/cmake/run_model_check.cmake)
   # Alone: a verifier fills a core for tens of seconds, and the time-slicing

@@ -82,7 +82,14 @@ bool stale[NTH + NPROC];
  * token. Otherwise a grant, and its wake, is coming; the Want the thread
  * would send again changes nothing at a server that counts the tenant as
  * wanting already. */
+#ifdef DEAD_SERVER_RESET
+/* the reduction below: once the server is dead, any stale sleeper's bound
+ * may run out (more behaviour than without it, not less) */
+#define FORGOTTEN(p) (server_dead || \
+                      (!seat_wanting[TEN(p)] && len(to_server[p]) == 0 && holder != TEN(p)))
+#else
 #define FORGOTTEN(p) (!seat_wanting[TEN(p)] && len(to_server[p]) == 0 && holder != TEN(p))
+#endif
 
 /* ---- the connections: one per process, in order ---- */
 chan to_server[NPROC] = [3] of { mtype, byte };
@@ -634,9 +641,37 @@ end_loop:
 }
 
 /* SIGKILL or SIGSTOP of processes, the server's death: at any step, at
- * most MAXFAULTS of them. */
+ * most MAXFAULTS of them. With -DNO_KILL -DNO_STOP the process chosen
+ * matters to nothing, so -DFAULTY_PROC0 leaves out states and no
+ * behaviour. */
 #ifndef MAXFAULTS
 #define MAXFAULTS 1
+#endif
+/* -DDEAD_SERVER_RESET, a reduction of the state space: at the server's
+ * death, gpulimitd's own state, its ghosts and its unread messages are
+ * reset to one value. Nothing reads them once the server is dead (LEGIT
+ * and SEND look at server_dead first, FORGOTTEN too with the reduction),
+ * so the states that differ only in them are one; the board's words
+ * (token, grant, token_grant) and the processes' state stay as they were. */
+#ifdef DEAD_SERVER_RESET
+/* up to its 3 messages: no loop (a loop here trips SPIN's code generator) */
+#define FORGET_ONE(c) if :: nempty(c) -> c?_, _ :: else fi
+#define FORGET_CHAN(c) FORGET_ONE(c); FORGET_ONE(c); FORGET_ONE(c)
+#if NPROC == 2
+#define FORGET_PROCS connected[0] = false; connected[1] = false; proc_wants[0] = false; \
+                     proc_wants[1] = false; owing[0] = false; owing[1] = false; \
+                     FORGET_CHAN(to_server[0]); FORGET_CHAN(to_server[1])
+#elif NPROC == 3
+#define FORGET_PROCS connected[0] = false; connected[1] = false; connected[2] = false; \
+                     proc_wants[0] = false; proc_wants[1] = false; proc_wants[2] = false; \
+                     owing[0] = false; owing[1] = false; owing[2] = false; \
+                     FORGET_CHAN(to_server[0]); FORGET_CHAN(to_server[1]); FORGET_CHAN(to_server[2])
+#endif
+#define FORGET_SERVER holder = NONE; revoked = false; seat_wanting[0] = false; \
+                      seat_wanting[1] = false; hs_holder = NONE; hs_grant = 0; hs_revoked = false; \
+                      grant_pending = false; cur_grant = 0; forced = 0; FORGET_PROCS
+#else
+#define FORGET_SERVER skip
 #endif
 active proctype Faults() {
   byte faults, p;
@@ -665,7 +700,7 @@ end_loop:
      :: !FAULTED(p) -> d_step { stopped[p] = true; faults++; p = 0 }
 #endif
 #ifndef NO_SERVER_DEATH
-     :: !server_dead -> d_step { server_dead = true; faults++; p = 0 }
+     :: !server_dead -> d_step { server_dead = true; faults++; p = 0; FORGET_SERVER }
 #endif
      :: else -> p = 0
      fi
