@@ -299,8 +299,11 @@ else
     fi
     run_section priority 40
     if $simulated; then
-      # Four scenarios of PyTorch tenants take about a minute each here.
-      run_section shares 300 --torch --seconds 6
+      # Four scenarios of PyTorch tenants, 10 s each (on the simulator a
+      # turn is tens of milliseconds: shares are counted in turns), take
+      # about a minute and a half here (section_shares.py says what else
+      # the simulated run changes).
+      run_section shares 300 --torch --seconds 10
     else
       run_section shares 120 --torch --seconds 6
     fi
