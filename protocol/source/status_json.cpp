@@ -178,7 +178,8 @@ void to_json(Json& out, const TenantDevice& device) {
          {"grants", nullable(device.grants)},
          {"revokes", nullable(device.revokes)},
          {"overruns", nullable(device.overruns)},
-         {"oom_denials", nullable(device.oom_denials)}};
+         {"oom_denials", nullable(device.oom_denials)},
+         {"overrun_ns", nullable(device.overrun_ns)}};
 }
 
 void to_json(Json& out, const Tenant& tenant) {
@@ -257,6 +258,7 @@ void from_json(const Json& in, TenantDevice& device) {
   read_newer(in, "grants", device.grants);
   read_newer(in, "revokes", device.revokes);
   read_newer(in, "overruns", device.overruns);
+  read_newer(in, "overrun_ns", device.overrun_ns);
   read_newer(in, "oom_denials", device.oom_denials);
 }
 

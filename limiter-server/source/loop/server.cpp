@@ -971,6 +971,7 @@ StatusSnapshot Server::status_snapshot(TimeNs now) const {
       figures.grants = counters.grants;
       figures.revokes = counters.revokes;
       figures.overruns = counters.overruns;
+      figures.overrun_ns = static_cast<uint64_t>(counters.overrun_ns);
       snapshot.waits[{entry.tenant, figures.uuid}] = counters.waits;
       entry.devices.push_back(std::move(figures));
     }

@@ -54,6 +54,9 @@ constexpr std::array kFamilies = {
     Family{"gpulimit_token_overruns_total", "counter",
            "Times the token was taken back because the tenant did not drain within the ack "
            "timeout"},
+    Family{"gpulimit_token_overrun_seconds_total", "counter",
+           "Time charged to the tenant after ack timeouts: from the forced release to its late "
+           "drain"},
     Family{"gpulimit_oom_denials_total", "counter",
            "Allocations refused because they would pass the tenant's memory cap"},
     Family{"gpulimit_share_target", "gauge",
@@ -294,6 +297,9 @@ std::string render_metrics(const StatusSnapshot& snapshot, std::string_view vers
   });
   per_tenant_device(out, all, "gpulimit_token_overruns_total", [](const TenantDevice& d) {
     return d.overruns ? Figure(format_number(*d.overruns)) : std::nullopt;
+  });
+  per_tenant_device(out, all, "gpulimit_token_overrun_seconds_total", [](const TenantDevice& d) {
+    return d.overrun_ns ? Figure(seconds(*d.overrun_ns)) : std::nullopt;
   });
   per_tenant_device(out, all, "gpulimit_oom_denials_total", [](const TenantDevice& d) {
     return d.oom_denials ? Figure(format_number(*d.oom_denials)) : std::nullopt;

@@ -230,7 +230,8 @@ TEST(ServerLifecycle, StatusFollowsTheSchema) {
   EXPECT_EQ(d["overruns"], 0);
   EXPECT_TRUE(d["wait_ns"].is_number_integer());
   EXPECT_EQ(d["oom_denials"], 0);
-  EXPECT_EQ(d.size(), 11u);
+  EXPECT_EQ(d["overrun_ns"], 0);
+  EXPECT_EQ(d.size(), 12u);
 
   const auto& c = tenants[1];
   EXPECT_EQ(c["tenant"], "capped");

@@ -116,25 +116,62 @@ TEST(ServerMetrics, StatusCountsGrantsRevokesAndWaitsOfRealHandoffs) {
       << tenants[0]["command"];
 }
 
-TEST(ServerMetrics, StatusCountsAnOverrunWhenTheHolderNeverDrains) {
+// gpulimitd with a 50 ms ack timeout and tenants a and b: a takes the token
+// and never drains, so b gets it once a's ack timeout has passed.
+struct AForcedHolder {
   gpulimit::testing::TemporaryDirectory dir;
   gpulimit::testing::TemporaryDirectory ledgers;
-  ServerProcess server(dir.path(), {"--quantum-ms", "5", "--ack-timeout-ms", "50"});
-  ASSERT_TRUE(server.wait_until_serving()) << server.log();
-  TestClient a(server.socket());
-  TestClient b(server.socket());
-  ASSERT_TRUE(a.hello(hello_as("tenant-a", ledgers.path()))) << a.refusal();
-  ASSERT_TRUE(b.hello(hello_as("tenant-b", ledgers.path()))) << b.refusal();
-  ASSERT_TRUE(a.want(a.device()));
-  ASSERT_TRUE(a.wait_until_held(a.device()));
+  ServerProcess server{dir.path(), {"--quantum-ms", "5", "--ack-timeout-ms", "50"}};
+  std::optional<TestClient> a;  // connected once the server serves
+  std::optional<TestClient> b;
+  uint32_t forced_grant = 0;  // a's
 
-  ASSERT_TRUE(b.want(b.device()));
-  ASSERT_TRUE(b.wait_until_held(b.device())) << "given to b once a's ack timeout passed";
+  void force_a() {
+    ASSERT_TRUE(server.wait_until_serving()) << server.log();
+    a.emplace(server.socket());
+    b.emplace(server.socket());
+    ASSERT_TRUE(a->hello(hello_as("tenant-a", ledgers.path()))) << a->refusal();
+    ASSERT_TRUE(b->hello(hello_as("tenant-b", ledgers.path()))) << b->refusal();
+    ASSERT_TRUE(a->want(a->device()));
+    ASSERT_TRUE(a->wait_until_held(a->device()));
+    forced_grant = a->grant(a->device());
+    ASSERT_TRUE(b->want(b->device()));
+    ASSERT_TRUE(b->wait_until_held(b->device())) << "given to b once a's ack timeout passed";
+  }
+};
 
-  const std::optional<nlohmann::json> status = a.status();
+TEST(ServerMetrics, StatusCountsAnOverrunWhenTheHolderNeverDrains) {
+  AForcedHolder sut;
+  ASSERT_NO_FATAL_FAILURE(sut.force_a());
+
+  const std::optional<nlohmann::json> status = sut.a->status();
   ASSERT_TRUE(status);
   EXPECT_EQ((*status)["tenants"][0]["devices"][0]["overruns"], 1) << status->dump();
   EXPECT_EQ((*status)["tenants"][1]["devices"][0]["overruns"], 0) << status->dump();
+  EXPECT_EQ((*status)["tenants"][0]["devices"][0]["overrun_ns"], 0) << "no late Ack yet";
+}
+
+// The forced holder's late Ack ends the drain it owed: the time from the
+// forced release to it is charged, and shows in the status.
+TEST(ServerMetrics, ALateAckIsChargedAsOverrunTime) {
+  AForcedHolder sut;
+  ASSERT_NO_FATAL_FAILURE(sut.force_a());
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // a's queue drains on
+  ASSERT_TRUE(sut.a->ack(sut.a->device(), sut.forced_grant));
+  ASSERT_TRUE(sut.a->ack(sut.a->device(), sut.forced_grant))
+      << "a second one is stale, and harmless";
+
+  std::optional<nlohmann::json> status;
+  for (int i = 0; i < 200; ++i) {  // the Ack and the status request cross on two sockets
+    status = sut.a->status();
+    ASSERT_TRUE(status);
+    if ((*status)["tenants"][0]["devices"][0]["overrun_ns"].get<int64_t>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE((*status)["tenants"][0]["devices"][0]["overrun_ns"].get<int64_t>(), 30 * 1'000'000)
+      << status->dump();
+  EXPECT_EQ((*status)["tenants"][1]["devices"][0]["overrun_ns"], 0) << status->dump();
 }
 
 TEST(ServerMetrics, StatusReadsOutOfMemoryDenialsFromTheTenantsLedger) {

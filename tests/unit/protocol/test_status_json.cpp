@@ -33,10 +33,10 @@ Report full_report() {
   train.weight = 3;
   train.priority = Priority::kHigh;
   train.devices.push_back({"GPU-11223344-5566-7788-99aa-bbccddeeff00", 3'221'225'472, 8'589'934'592,
-                           0.75, 0.74, 9'120'000'000, 2'310'000'000, 412, 411, 0, 3});
+                           0.75, 0.74, 9'120'000'000, 2'310'000'000, 412, 411, 0, 3, 0});
   train.devices.push_back({"GPU-11223344-5566-7788-99aa-bbccddeeff01", std::nullopt, std::nullopt,
                            0.5, 0, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                           std::nullopt});
+                           std::nullopt, std::nullopt});
   train.leader = 5000;
   train.orphaned_s = 12.5;
   train.orphan_kill_in_s = 47.5;
@@ -110,7 +110,8 @@ TEST(StatusJson, WritesEveryFieldUnderItsNameInTheSchemasOrder) {
     EXPECT_EQ(sut["tenants"][1].at(name), nullptr) << name;
   const Json& uncapped = sut["tenants"][0]["devices"][1];
   for (const char* name :
-       {"memory_used", "memory_cap", "wait_ns", "grants", "revokes", "overruns", "oom_denials"})
+       {"memory_used", "memory_cap", "wait_ns", "grants", "revokes", "overruns", "overrun_ns",
+        "oom_denials"})
     EXPECT_EQ(uncapped.at(name), nullptr) << name;
   std::string total_keys;
   for (const auto& [key, value] : sut["memory_totals"][0].items())
@@ -121,7 +122,7 @@ TEST(StatusJson, WritesEveryFieldUnderItsNameInTheSchemasOrder) {
     keys += key + " ";
   EXPECT_EQ(keys,
             "uuid memory_used memory_cap share_target share_achieved held_ns wait_ns grants "
-            "revokes overruns oom_denials ");
+            "revokes overruns oom_denials overrun_ns ");
 }
 
 TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
@@ -133,7 +134,7 @@ TEST(StatusJson, TheNewerFieldsMayBeAbsent) {
   for (const char* name :
        {"leader", "orphaned_s", "orphan_kill_in_s", "gid", "group", "group_share", "user_share"})
     older["tenants"][0].erase(name);
-  for (const char* name : {"wait_ns", "grants", "revokes", "overruns", "oom_denials"})
+  for (const char* name : {"wait_ns", "grants", "revokes", "overruns", "overrun_ns", "oom_denials"})
     older["tenants"][0]["devices"][0].erase(name);
 
   Report sut;

@@ -40,6 +40,7 @@ StatusSnapshot one_tenant() {
   device.grants = 7;
   device.revokes = 6;
   device.overruns = 1;
+  device.overrun_ns = 250'000'000;
   device.oom_denials = 4;
   device.share_target = 0.75;
   device.share_achieved = 0.5;
@@ -78,6 +79,7 @@ TEST(MetricsExposition, WritesEachFigureOfATenantWithDcgmStyleLabels) {
   EXPECT_EQ(sut.at("gpulimit_token_grants_total" + labels), "7");
   EXPECT_EQ(sut.at("gpulimit_token_revokes_total" + labels), "6");
   EXPECT_EQ(sut.at("gpulimit_token_overruns_total" + labels), "1");
+  EXPECT_EQ(sut.at("gpulimit_token_overrun_seconds_total" + labels), "0.25");
   EXPECT_EQ(sut.at("gpulimit_oom_denials_total" + labels), "4");
   EXPECT_EQ(sut.at("gpulimit_share_target" + labels), "0.75");
   EXPECT_EQ(sut.at("gpulimit_share_achieved" + labels), "0.5");

@@ -51,6 +51,7 @@ Report snapshot_with_tenants(int count) {
     figures.grants = 7;
     figures.revokes = 6;
     figures.overruns = 1;
+    figures.overrun_ns = 89;
     figures.oom_denials = i == 0 ? std::optional<uint64_t>(2) : std::nullopt;
     tenant.devices.push_back(figures);
     status.tenants.push_back(tenant);
@@ -76,7 +77,8 @@ TEST(StatusReport, WritesTheSchema) {
       "priority":"low",
       "devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000","memory_used":5,
                   "memory_cap":10,"share_target":0.3,"share_achieved":0.25,"held_ns":123,
-                  "wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}],
+                  "wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2,
+                  "overrun_ns":89}],
       "leader":null,"orphaned_s":null,"orphan_kill_in_s":null,
       "gid":2000,"group":"ml","group_share":3,"user_share":1})"));
   EXPECT_TRUE(sut["tenants"][1]["group"].is_null()) << "a tenant the tree does not place";
@@ -121,13 +123,15 @@ TEST(StatusReport, WritesTheSameBytesAsEver) {
       R"("number":1,"uid":1000,"user":"alice","pids":[10,11],"command":"python train.py",)"
       R"("sm_percent":30,"weight":2,"priority":"low","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":5,"memory_cap":10,"share_target":0.3,"share_achieved":0.25,)"
-      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2}],)"
+      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":2,)"
+      R"("overrun_ns":89}],)"
       R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null,)"
       R"("gid":2000,"group":"ml","group_share":3,"user_share":1},)"
       R"({"tenant":"t1","number":2,"uid":1000,"user":"alice","pids":[10,11],"command":"",)"
       R"("sm_percent":null,"weight":2,"priority":"high","devices":[{"uuid":"GPU-deadbeef-0000-0000-0000-000000000000",)"
       R"("memory_used":null,"memory_cap":null,"share_target":0.3,"share_achieved":0.25,)"
-      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":null}],)"
+      R"("held_ns":123,"wait_ns":456,"grants":7,"revokes":6,"overruns":1,"oom_denials":null,)"
+      R"("overrun_ns":89}],)"
       R"("leader":null,"orphaned_s":null,"orphan_kill_in_s":null,"gid":null,"group":null,)"
       R"("group_share":null,"user_share":null},)"
       R"({"tenant":"idle","number":0,"uid":0,"user":"bob","pids":[],"command":"",)"

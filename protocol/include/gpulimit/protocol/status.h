@@ -21,7 +21,7 @@
 //                          "memory_used":3221225472,"memory_cap":8589934592,
 //                          "share_target":0.75,"share_achieved":0.74,"held_ns":9120000000,
 //                          "wait_ns":2310000000,"grants":412,"revokes":411,"overruns":0,
-//                          "oom_denials":3}],
+//                          "oom_denials":3,"overrun_ns":0}],
 //              "leader":5001,"orphaned_s":null,"orphan_kill_in_s":null,
 //              "gid":2000,"group":"ml","group_share":3,"user_share":1}]}
 //
@@ -107,6 +107,9 @@ struct TenantDevice {
   // Allocations its ledger refused at the cap, counted by whichever of its
   // processes was refused; none where memory_cap is none.
   std::optional<uint64_t> oom_denials;
+  // Newer still: the time charged to it after its ack timeouts, from each
+  // forced release to its late drain (or its next grant), as held time.
+  std::optional<uint64_t> overrun_ns;
 
   friend bool operator==(const TenantDevice&, const TenantDevice&) = default;
 };

@@ -18,6 +18,7 @@
 //   gpulimit_token_wait_seconds                         histogram, Want to grant
 //   gpulimit_token_grants_total, gpulimit_token_revokes_total,
 //   gpulimit_token_overruns_total                       counter
+//   gpulimit_token_overrun_seconds_total                counter, forced release to late drain
 //   gpulimit_oom_denials_total                          counter (capped devices only)
 //   gpulimit_share_target, gpulimit_share_achieved      gauge, 0 to 1
 // Per-tenant series go when the tenant goes (its last process exits).
