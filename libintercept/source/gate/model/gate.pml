@@ -237,12 +237,13 @@ inline revoke_holder() {
     i = 0
   };
   set_token(REVOKED(holder), cur_grant);
+  /* one line per NPROC: SPIN's parser takes no guard split by #if */
   if
-  :: !owing[0] && !owing[1]
 #if NPROC == 3
-     && !owing[2]
+  :: !owing[0] && !owing[1] && !owing[2] -> release_then_reconsider(false)
+#else
+  :: !owing[0] && !owing[1] -> release_then_reconsider(false)
 #endif
-     -> release_then_reconsider(false)
   :: else
   fi
 }
