@@ -52,7 +52,10 @@ void UsageRecorder::observe(const protocol::status::Report& report, TimeNs now, 
       device.byte_seconds += static_cast<double>(last) * seconds;
       last = figures.memory_used.value_or(0);
       device.peak_bytes = std::max(device.peak_bytes, last);
-      device.held_ns = std::max<uint64_t>(device.held_ns, figures.held_ns);
+      // GPU time as the scheduler charged it: the token held, and a forced
+      // holder's late drain after each ack timeout.
+      device.held_ns =
+          std::max<uint64_t>(device.held_ns, figures.held_ns + figures.overrun_ns.value_or(0));
       device.oom_denials = std::max(device.oom_denials, figures.oom_denials.value_or(0));
     }
     tenant.sampled = now;

@@ -86,6 +86,16 @@ TEST_F(Recorder, IntegratesMemoryBetweenSamplesAndKeepsItsPeak) {
   EXPECT_EQ(r.devices[0].oom_denials, 2u);
 }
 
+// What a forced holder's late drain was charged is GPU time it used.
+TEST_F(Recorder, CountsTheTimeChargedAfterAckTimeoutsAsGpuTime) {
+  status::Report report = report_with(1, kGiB, 3 * kSecond);
+  report.tenants[0].devices[0].overrun_ns = 2 * kSecond;
+  recorder_->observe(report, 10 * kSecond, kRun + 1);
+  const std::vector<usage::TenantUsage> records = saved();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].devices.at(0).held_ns, 5 * static_cast<uint64_t>(kSecond));
+}
+
 TEST_F(Recorder, ATenantThatEndsIsClosedAndCountedInItsUsersTotals) {
   recorder_->observe(report_with(1, kGiB, 3600 * kSecond), 0, kRun);
   recorder_->observe(report_with(1, kGiB, 7200 * kSecond), 3600 * kSecond, kRun + 10);

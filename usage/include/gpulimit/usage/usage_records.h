@@ -22,7 +22,7 @@ inline constexpr const char* kEndedLost = "lost";  // the server died while it r
 // One device a tenant used.
 struct DeviceUsage {
   std::string uuid;          // "GPU-..."
-  uint64_t held_ns = 0;      // the device's token held: its GPU time
+  uint64_t held_ns = 0;      // its GPU time: the token held, and late drains after ack timeouts
   uint64_t peak_bytes = 0;   // the most memory its ledger counted there, as sampled
   double byte_seconds = 0;   // memory held over time, integrated between samples
   uint64_t oom_denials = 0;  // allocations refused at its cap

@@ -16,7 +16,7 @@ struct UsageLine {
   std::string key;          // the user, group or tenant id
   uint64_t tenants = 0;     // tenants summed here
   uint64_t running = 0;     // of those, still running
-  double gpu_seconds = 0;   // token held, over all their devices
+  double gpu_seconds = 0;   // GPU time (DeviceUsage::held_ns), over all their devices
   double gib_hours = 0;     // memory over time, over all their devices
   uint64_t peak_bytes = 0;  // the highest one tenant reached on one device
   uint64_t oom_denials = 0;
