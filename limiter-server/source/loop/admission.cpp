@@ -203,7 +203,7 @@ void Server::leave_tenant(ConnectionId id, Connection& connection) {
   const TenantNumber tenant = left->tenant;
   for (const DeviceIndex device : left->process.devices) {
     const HandoffTracker::Left done = handoffs_.process_left(device, id);
-    if (done.late_drained != kNoTenant) scheduler_.late_drained(done.late_drained, device, now);
+    if (done.late_drained) scheduler_.late_drained(tenant, device, now);
     if (done.drained) scheduler_.holder_drained(tenant, device, now);
   }
   for (const DeviceIndex device : left->devices_left)

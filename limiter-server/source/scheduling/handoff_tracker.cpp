@@ -47,9 +47,8 @@ HandoffTracker::Verdict HandoffTracker::ack(DeviceIndex device, TenantNumber ten
   if (!current(handshake, tenant, grant) || !handshake.revoked) {
     // Late, after an ack timeout: the drain a forced tenant owed.
     std::vector<LateDrain>& late = late_.at(device);
-    const auto entry = std::find_if(late.begin(), late.end(), [&](const LateDrain& drain) {
-      return drain.tenant == tenant;
-    });
+    const auto entry = std::find_if(late.begin(), late.end(),
+                                    [&](const LateDrain& drain) { return drain.tenant == tenant; });
     if (entry == late.end() || entry->owing.erase({connection, grant}) == 0) return Verdict::kStale;
     if (!entry->owing.empty()) return Verdict::kNoted;
     late.erase(entry);
@@ -85,7 +84,7 @@ HandoffTracker::Left HandoffTracker::process_left(DeviceIndex device, Connection
     const auto owed = [&](const auto& pair) { return pair.first == connection; };
     if (std::erase_if(entry->owing, owed) == 0) continue;
     if (entry->owing.empty()) {
-      left.late_drained = entry->tenant;
+      left.late_drained = true;
       late.erase(entry);
     }
     break;

@@ -351,25 +351,24 @@ bool TokenScheduler::eligible(const Seat& seat, TimeNs now) const {
 
 void TokenScheduler::charge_holder(Device& device, TimeNs now) {
   if (device.holder == kNoTenant || now <= device.charged_until) return;
-  Seat& seat = device.seats[device.holder];
-  const ComputeShare& share = seat.share;
-  charge_shares(device, seat, now - device.charged_until, now);
-  if (has_hard_cap(share)) {
-    seat.budget_ns = budget_at(seat, share, now, true);
-    seat.budget_at = now;
-  }
+  charge_held(device, device.seats[device.holder], now - device.charged_until, now);
   device.charged_until = now;
 }
 
-void TokenScheduler::charge_shares(Device& device, Seat& seat, TimeNs held, TimeNs now) {
+void TokenScheduler::charge_held(Device& device, Seat& seat, TimeNs held, TimeNs now) {
+  const ComputeShare& share = seat.share;
   const ShareBranch& branch = seat.branch;
-  charge_stride(seat.vtime, seat.vtime_remainder, held, seat.share.weight);
+  charge_stride(seat.vtime, seat.vtime_remainder, held, share.weight);
   // The factors as of the hold's end, before it joins the history.
   const double user_factor = usage_factor(device, seat, true, now);
   const double group_factor = usage_factor(device, seat, false, now);
   charge_node(device.users[{branch.group, branch.user}], held, user_factor, now);
   charge_node(device.groups[branch.group], held, group_factor, now);
   raise_floors(device);
+  if (has_hard_cap(share)) {
+    seat.budget_ns = budget_at(seat, share, now, true);
+    seat.budget_at = now;
+  }
 }
 
 void TokenScheduler::settle_overrun(TenantNumber tenant, DeviceIndex index, Device& device,
@@ -377,14 +376,9 @@ void TokenScheduler::settle_overrun(TenantNumber tenant, DeviceIndex index, Devi
   const TimeNs overrun = now - *seat.forced_at;
   seat.forced_at.reset();
   if (overrun <= 0) return;
-  charge_shares(device, seat, overrun, now);
-  const ComputeShare& share = seat.share;
-  if (has_hard_cap(share)) {
-    // Not held since the forced release, which brought the budget up to
-    // then: the time since counts as held, the bucket's top out of reach.
-    seat.budget_ns = budget_at(seat, share, now, true);
-    seat.budget_at = now;
-  }
+  // Not held since the forced release, which brought the budget up to then:
+  // the time since counts as held, the bucket's top out of reach.
+  charge_held(device, seat, overrun, now);
   counters_for(tenant, index).overrun_ns += overrun;
 }
 

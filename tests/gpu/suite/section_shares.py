@@ -60,10 +60,10 @@ SIMULATED_TORCH_SERVER_ARGS = ["--ack-timeout-ms", "5000", "--cap-window-ms", "5
 # Each training tenant holds about 2 GiB: four of them need more than the
 # 8 GiB the other scenarios' simulated device has.
 SIMULATED_TORCH_MEMORY = "24G"
-# One encoder layer instead of six: about 110 kernels, 0.11 s a step on the
-# simulator (six layers: 0.44 s), so that a weight-1 tenant finishes some
-# fifteen steps in the window and its throughput is counted to a few
-# points, not to a quarter of its share.
+# One encoder layer instead of six: about 110 kernels, 0.055 s a step on the
+# simulator at 0.5 ms a kernel (six layers: four times as long), so that a
+# weight-1 tenant of four finishes some twenty steps in the window and its
+# throughput is counted to a few points, not to a quarter of its share.
 SIMULATED_TORCH_MODEL_ARGS = ["--layers", "1"]
 
 # name, flags, kind ("eager" or "graph"), weight and cap as the scheduler sees them
@@ -94,9 +94,10 @@ class Tenants:
         self.seconds = seconds
         # Spinners carry their kernels' durations in their arguments.
         self.kernel_ns = SIMULATED_KERNEL_NS if torch_ok else None
-        self.server_args = SIMULATED_TORCH_SERVER_ARGS if torch_ok and suite.simulated else []
+        simulated_torch = torch_ok and suite.simulated
+        self.server_args = SIMULATED_TORCH_SERVER_ARGS if simulated_torch else []
         self.memory = SIMULATED_TORCH_MEMORY if torch_ok else "8G"
-        self.model_args = SIMULATED_TORCH_MODEL_ARGS if torch_ok and suite.simulated else []
+        self.model_args = SIMULATED_TORCH_MODEL_ARGS if simulated_torch else []
 
     def command(self, name, kind, barrier, parties, seconds=None):
         if self.torch:

@@ -358,9 +358,8 @@ TEST(TokenScheduler, ACappedTenantsLateDrainIsDebt) {
   sut.advance(spent);
   const TimeNs forced = spent + 100 * kMs;
   sut.advance(forced);
-  ASSERT_EQ(sut.take_changes(),
-            (std::vector{granted(kA), revoked(kA, Reason::kCapSpent),
-                         released(kA, Reason::kAckTimeout, forced)}));
+  ASSERT_EQ(sut.take_changes(), (std::vector{granted(kA), revoked(kA, Reason::kCapSpent),
+                                             released(kA, Reason::kAckTimeout, forced)}));
   sut.set_wanting(kA, kGpu, true, forced);
 
   // Draining, its budget falls as if held: no grant on its way back up.

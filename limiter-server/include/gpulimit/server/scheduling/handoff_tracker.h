@@ -29,15 +29,15 @@ namespace gpulimit::server {
 class HandoffTracker {
  public:
   enum class Verdict {
-    kNoted,     // counted; the tenant-wide fact is not complete yet
-    kComplete,  // with this one, every process drained (Ack) or is idle (Idle)
-    kStale,     // not about the device's current grant to this tenant: dropped
+    kNoted,        // counted; the tenant-wide fact is not complete yet
+    kComplete,     // with this one, every process drained (Ack) or is idle (Idle)
+    kStale,        // not about the device's current grant to this tenant: dropped
     kLateDrained,  // with this one, a forced tenant's processes have all drained
   };
-  // What a process's leaving completed on a device.
+  // What a process's leaving completed on a device, for its tenant.
   struct Left {
-    bool drained = false;  // the current holder's pending drain
-    TenantNumber late_drained = kNoTenant;  // a forced tenant's late drain
+    bool drained = false;       // the pending drain of the current holder
+    bool late_drained = false;  // the late drain of a forced one
   };
 
   void granted(DeviceIndex device, TenantNumber tenant, uint32_t grant);

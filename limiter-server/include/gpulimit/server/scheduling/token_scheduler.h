@@ -261,8 +261,9 @@ class TokenScheduler {
   template <typename Key>
   static const Node& node_of(const std::map<Key, Node>& nodes, const Key& key);
   void charge_holder(Device& device, TimeNs now);
-  // Charges `held` ns of the seat's to its vtime and its branch's nodes.
-  void charge_shares(Device& device, Seat& seat, TimeNs held, TimeNs now);
+  // Charges `held` ns, ending at `now`, to the seat's vtime, its branch's
+  // nodes and (hard cap) its budget, which is then as of `now`.
+  void charge_held(Device& device, Seat& seat, TimeNs held, TimeNs now);
   // A forced seat's overrun, from its forced release to `now`, charged.
   void settle_overrun(TenantNumber tenant, DeviceIndex index, Device& device, Seat& seat,
                       TimeNs now);
